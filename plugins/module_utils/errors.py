@@ -1,0 +1,68 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Errors that point a person at the inventory line to fix.
+
+Every problem carries the inventory path (``gpushare_teams[1].priority``), the value
+found and what is allowed, so the message can be acted on without reading code.
+"""
+
+from __future__ import annotations
+
+
+class InventoryProblem(Exception):
+    """One thing wrong in the inventory."""
+
+    def __init__(self, path: str, message: str, value: object = None, allowed: str = "", hint: str = ""):
+        self.path = path
+        self.message = message
+        self.value = value
+        self.allowed = allowed
+        self.hint = hint
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        text = "%s: %s" % (self.path, self.message)
+        if self.value is not None:
+            text += " (got %r)" % (self.value,)
+        if self.allowed:
+            text += "; allowed: %s" % self.allowed
+        if self.hint:
+            text += ". %s" % self.hint
+        return text
+
+    def as_dict(self) -> dict:
+        return {"path": self.path, "message": self.message, "value": self.value,
+                "allowed": self.allowed, "hint": self.hint}
+
+
+class PlanInvalid(Exception):
+    """The inventory has problems; nothing may be rendered or applied."""
+
+    def __init__(self, problems: list[InventoryProblem]):
+        self.problems = list(problems)
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        lines = ["the inventory has %d problem(s); nothing was rendered or applied:" % len(self.problems)]
+        lines += ["  - %s" % p for p in self.problems]
+        return "\n".join(lines)
+
+
+class Problems:
+    """Collects problems so one run reports all of them, not just the first."""
+
+    def __init__(self):
+        self.items: list[InventoryProblem] = []
+
+    def add(self, path: str, message: str, value: object = None, allowed: str = "", hint: str = "") -> None:
+        self.items.append(InventoryProblem(path, message, value, allowed, hint))
+
+    def extend(self, problems) -> None:
+        self.items.extend(problems)
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            raise PlanInvalid(self.items)
+
+    def __bool__(self) -> bool:
+        return bool(self.items)

@@ -1,0 +1,539 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The inventory model: group_vars and host_vars in, typed frozen objects out.
+
+``load_inventory(variables)`` reads the ``gpushare_*`` variables (the shapes are
+documented in the sample inventories) and either returns an ``Inventory`` or raises
+``PlanInvalid`` listing every problem, each with its inventory path. Reading is strict:
+unknown keys, wrong types and booleans written as strings ("yes", "true") are refused,
+because a silently ignored typo in a quota is worse than an error.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils.errors import Problems
+
+GPU_MODES = ("auto", "whole", "mig", "timeslice", "mps")
+WORKLOAD_KINDS = ("serving", "notebook", "training", "batch")
+WORKLOAD_SHARING = ("whole", "mig", "timeslice", "mps", "dra")
+ISOLATION_TO_SHARING = {"full": "whole", "hardware": "mig", "none": "timeslice"}
+DISTRIBUTIONS = ("kubeadm", "microk8s")
+MIG_LEFTOVER = ("carve", "leave")
+CPU_MEMORY_QUOTA = ("ignore", "proportional")
+DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
+CLOCK = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+MIB_PER_GIB = 1024
+
+
+@dataclass(frozen=True)
+class Team:
+    name: str
+    namespaces: tuple[str, ...]
+    priority: int
+    production: bool
+    lend: bool
+    borrow: bool
+    borrowing_limit: int | None
+    lending_limit: int | None
+    members: tuple[str, ...]
+    path: str
+
+
+@dataclass(frozen=True)
+class SharingWindow:
+    """A daily window in which a GPU is shared differently (e.g. lent whole at night)."""
+    name: str
+    start: str
+    end: str
+    mode: str
+    team: str | None
+    replicas: int | None
+    path: str
+
+
+@dataclass(frozen=True)
+class GpuSpec:
+    index: int
+    model: str
+    mode: str
+    team: str | None
+    replicas: int | None
+    mig_layout: tuple[tuple[str, int], ...] | None
+    windows: tuple[SharingWindow, ...]
+    path: str
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    model: str
+    gpus: tuple[GpuSpec, ...]
+    cpus: int | None
+    memory_gib: int | None
+    host_driver: bool
+    dra: bool
+    path: str
+
+
+@dataclass(frozen=True)
+class Workload:
+    name: str
+    team: str
+    kind: str
+    sharing: str
+    memory_gib: float
+    replicas: int
+    gpus: int
+    gpu_model: str | None
+    mig_profile: str | None
+    min_memory_gib: float | None
+    path: str
+
+    @property
+    def memory_mib(self) -> int:
+        return int(round(self.memory_gib * MIB_PER_GIB))
+
+
+@dataclass(frozen=True)
+class Policy:
+    cluster_name: str
+    distribution: str
+    cohort: str
+    mig_leftover: str
+    cpu_memory_quota: str
+    allow_disruption: bool
+    path: str = "gpushare_policy"
+
+
+@dataclass(frozen=True)
+class Inventory:
+    teams: tuple[Team, ...]
+    nodes: tuple[Node, ...]
+    workloads: tuple[Workload, ...]
+    policy: Policy
+    team_names: tuple[str, ...] = field(default=())
+
+    def team(self, name: str) -> Team:
+        return next(t for t in self.teams if t.name == name)
+
+    @property
+    def production_team(self) -> Team | None:
+        return next((t for t in self.teams if t.production), None)
+
+
+class _Reader:
+    """Strict typed access to one mapping, recording problems instead of raising."""
+
+    def __init__(self, problems: Problems, path: str, value: object, allowed_keys: tuple[str, ...],
+                 required: tuple[str, ...] = ()):
+        self.problems = problems
+        self.path = path
+        self.ok = isinstance(value, dict)
+        self.data = value if self.ok else {}
+        if not self.ok:
+            problems.add(path, "must be a mapping", value, "keys " + ", ".join(allowed_keys))
+            return
+        for key in self.data:
+            if key not in allowed_keys:
+                close = _close(str(key), allowed_keys)
+                problems.add("%s.%s" % (path, key), "unknown key", None, ", ".join(allowed_keys),
+                             "Did you mean %r?" % close if close else "")
+        for key in required:
+            if key not in self.data:
+                problems.add("%s.%s" % (path, key), "is required")
+
+    def at(self, key: str) -> str:
+        return "%s.%s" % (self.path, key)
+
+    def raw(self, key: str, default=None):
+        return self.data.get(key, default)
+
+    def string(self, key: str, default: str | None = None, pattern: re.Pattern | None = None,
+               what: str = "") -> str | None:
+        value = self.data.get(key, default)
+        if value is None:
+            return None
+        if not isinstance(value, str) or value == "":
+            self.problems.add(self.at(key), "must be a non-empty string", value)
+            return default
+        if pattern and not pattern.match(value):
+            self.problems.add(self.at(key), "is not a valid %s" % (what or "value"), value,
+                              what or pattern.pattern)
+            return default
+        return value
+
+    def choice(self, key: str, choices: tuple[str, ...], default: str | None = None) -> str | None:
+        value = self.data.get(key, default)
+        if value is None:
+            return None
+        if value not in choices:
+            self.problems.add(self.at(key), "is not one of the allowed values", value, ", ".join(choices))
+            return default
+        return value
+
+    def boolean(self, key: str, default: bool) -> bool:
+        value = self.data.get(key, default)
+        if not isinstance(value, bool):
+            hint = ""
+            if isinstance(value, str):
+                hint = "Write it unquoted in YAML (true/false); on the command line use JSON: -e '{\"x\": true}'"
+            self.problems.add(self.at(key), "must be a boolean, not %s" % type(value).__name__, value,
+                              "true, false", hint)
+            return default
+        return value
+
+    def integer(self, key: str, default: int | None = None, minimum: int | None = None,
+                maximum: int | None = None) -> int | None:
+        value = self.data.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.problems.add(self.at(key), "must be an integer", value)
+            return default
+        if (minimum is not None and value < minimum) or (maximum is not None and value > maximum):
+            bounds = "%s..%s" % ("" if minimum is None else minimum, "" if maximum is None else maximum)
+            self.problems.add(self.at(key), "is out of range", value, bounds)
+            return default
+        return value
+
+    def number(self, key: str, default: float | None = None, minimum: float = 0.0) -> float | None:
+        value = self.data.get(key, default)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.problems.add(self.at(key), "must be a number", value)
+            return default
+        if value <= minimum:
+            self.problems.add(self.at(key), "must be greater than %s" % minimum, value)
+            return default
+        return float(value)
+
+    def string_list(self, key: str, default: tuple[str, ...] = (), pattern: re.Pattern | None = None,
+                    what: str = "") -> tuple[str, ...]:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, list):
+            self.problems.add(self.at(key), "must be a list of strings", value)
+            return default
+        out = []
+        for i, item in enumerate(value):
+            if not isinstance(item, str) or (pattern and not pattern.match(item)):
+                self.problems.add("%s[%d]" % (self.at(key), i), "is not a valid %s" % (what or "string"), item)
+            else:
+                out.append(item)
+        return tuple(out)
+
+
+def _close(word: str, options) -> str | None:
+    import difflib
+    match = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
+    return match[0] if match else None
+
+
+def _items(problems: Problems, path: str, value, required: bool = True) -> list:
+    if value is None:
+        if required:
+            problems.add(path, "is required")
+        return []
+    if not isinstance(value, list):
+        problems.add(path, "must be a list", value)
+        return []
+    return value
+
+
+def _model(problems: Problems, path: str, name) -> str | None:
+    if not isinstance(name, str) or not name:
+        problems.add(path, "must name a GPU model", name)
+        return None
+    model = gpu_catalog.lookup(name)
+    if model is None:
+        guesses = gpu_catalog.suggest(name)
+        problems.add(path, "unknown GPU model", name, ", ".join(sorted(gpu_catalog.CATALOG)),
+                     "Did you mean %s?" % " or ".join(repr(g) for g in guesses) if guesses else "")
+        return None
+    return model.key
+
+
+def _read_team(problems: Problems, path: str, value) -> Team | None:
+    r = _Reader(problems, path, value,
+                ("name", "namespaces", "priority", "production", "lend", "borrow",
+                 "borrowing_limit", "lending_limit", "members"), required=("name",))
+    if not r.ok:
+        return None
+    name = r.string("name", pattern=DNS_LABEL, what="team name (a DNS label)")
+    if name is None:
+        return None
+    production = r.boolean("production", False)
+    return Team(
+        name=name,
+        namespaces=r.string_list("namespaces", (name,), DNS_LABEL, "namespace name") or (name,),
+        priority=r.integer("priority", 1000 if production else 100, minimum=0, maximum=1_000_000),
+        production=production,
+        lend=r.boolean("lend", True),
+        borrow=r.boolean("borrow", not production),
+        borrowing_limit=r.integer("borrowing_limit", None, minimum=0),
+        lending_limit=r.integer("lending_limit", None, minimum=0),
+        members=r.string_list("members", ()),
+        path=path,
+    )
+
+
+def _read_window(problems: Problems, path: str, value, gpu_mode: str) -> SharingWindow | None:
+    r = _Reader(problems, path, value, ("name", "from", "until", "mode", "team", "replicas"),
+                required=("from", "until", "mode"))
+    if not r.ok:
+        return None
+    start = r.string("from", pattern=CLOCK, what="time of day HH:MM")
+    end = r.string("until", pattern=CLOCK, what="time of day HH:MM")
+    mode = r.choice("mode", ("whole", "mig", "timeslice", "mps"))
+    if start and end and start == end:
+        problems.add(r.at("until"), "must differ from 'from'", end)
+    if mode and mode == gpu_mode:
+        problems.add(r.at("mode"), "is the GPU's own mode, so the window changes nothing", mode,
+                     "a mode other than %r" % gpu_mode)
+    replicas = r.integer("replicas", None, minimum=2, maximum=64)
+    if mode in ("timeslice", "mps") and replicas is None:
+        problems.add(r.at("replicas"), "is required when the window's mode is %s" % mode)
+    if None in (start, end, mode):
+        return None
+    return SharingWindow(name=r.string("name", "window-%s" % start.replace(":", ""), DNS_LABEL,
+                                       "window name (a DNS label)"),
+                         start=start, end=end, mode=mode, team=r.string("team"), replicas=replicas, path=path)
+
+
+def _read_gpu(problems: Problems, path: str, value, node_model: str | None, gpu_count: int) -> GpuSpec | None:
+    r = _Reader(problems, path, value,
+                ("index", "model", "mode", "team", "replicas", "mig_layout", "schedule"), required=("index",))
+    if not r.ok:
+        return None
+    index = r.integer("index", minimum=0, maximum=max(gpu_count - 1, 0))
+    model = _model(problems, r.at("model"), r.raw("model")) if "model" in r.data else node_model
+    mode = r.choice("mode", GPU_MODES, "auto")
+    replicas = r.integer("replicas", None, minimum=2, maximum=64)
+    if mode in ("timeslice", "mps") and replicas is None:
+        problems.add(r.at("replicas"), "is required for mode %s (how many pods share the card)" % mode)
+    if mode not in ("timeslice", "mps") and replicas is not None:
+        problems.add(r.at("replicas"), "only applies to mode timeslice or mps", replicas)
+    layout = None
+    if "mig_layout" in r.data:
+        layout = _read_layout(problems, r.at("mig_layout"), r.raw("mig_layout"), model)
+        if mode != "mig":
+            problems.add(r.at("mig_layout"), "only applies to mode mig", None, "", "Set mode: mig")
+    windows = tuple(w for i, item in enumerate(_items(problems, r.at("schedule"), r.raw("schedule"), False))
+                    if (w := _read_window(problems, "%s.schedule[%d]" % (path, i), item, mode)))
+    if index is None or model is None:
+        return None
+    card = gpu_catalog.CATALOG[model]
+    if not card.mig_capable and (mode == "mig" or any(w.mode == "mig" for w in windows)):
+        problems.add(r.at("mode"), "%s has no MIG" % card.key, "mig",
+                     "whole, timeslice, mps, auto", "Use time-slicing (mode: timeslice) or whole cards on this model")
+    return GpuSpec(index=index, model=model, mode=mode, team=r.string("team"), replicas=replicas,
+                   mig_layout=layout, windows=windows, path=path)
+
+
+def _read_layout(problems: Problems, path: str, value, model: str | None):
+    if not isinstance(value, dict) or not value:
+        problems.add(path, "must map MIG profile names to counts", value, "e.g. {\"3g.71gb\": 1, \"1g.18gb\": 2}")
+        return None
+    out = []
+    card = gpu_catalog.CATALOG.get(model) if model else None
+    for name, count in value.items():
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            problems.add("%s.%s" % (path, name), "must be a positive integer count", count)
+            continue
+        if card is not None and card.mig_capable:
+            names = [p.name for p in card.mig_profiles]
+            if name not in names:
+                problems.add("%s.%s" % (path, name), "is not a MIG profile of %s" % card.key, name,
+                             ", ".join(names))
+                continue
+        out.append((str(name), count))
+    return tuple(sorted(out))
+
+
+def _read_node(problems: Problems, host: str, value) -> Node | None:
+    path = "hostvars[%s].gpushare_node" % host
+    r = _Reader(problems, path, value,
+                ("gpu_model", "gpu_count", "gpus", "cpus", "memory_gib", "host_driver", "dra"),
+                required=("gpu_model", "gpu_count"))
+    if not r.ok:
+        return None
+    if not DNS_LABEL.match(host.lower().split(".")[0]):
+        problems.add(path, "host name must start with a DNS label to become a Kubernetes node name", host)
+    model = _model(problems, r.at("gpu_model"), r.raw("gpu_model"))
+    count = r.integer("gpu_count", minimum=1, maximum=16)
+    if count is None or model is None:
+        return None
+    specs = {}
+    for i, item in enumerate(_items(problems, r.at("gpus"), r.raw("gpus"), False)):
+        spec = _read_gpu(problems, "%s.gpus[%d]" % (path, i), item, model, count)
+        if spec is None:
+            continue
+        if spec.index in specs:
+            problems.add("%s.gpus[%d].index" % (path, i), "GPU index listed twice", spec.index)
+            continue
+        specs[spec.index] = spec
+    gpus = tuple(specs.get(i) or GpuSpec(index=i, model=model, mode="auto", team=None, replicas=None,
+                                         mig_layout=None, windows=(), path="%s.gpus (index %d, default auto)" % (path, i))
+                 for i in range(count))
+    return Node(name=host.lower().split(".")[0], model=model, gpus=gpus,
+                cpus=r.integer("cpus", None, minimum=1), memory_gib=r.integer("memory_gib", None, minimum=1),
+                host_driver=r.boolean("host_driver", False), dra=r.boolean("dra", False), path=path)
+
+
+def _read_workload(problems: Problems, path: str, value) -> Workload | None:
+    r = _Reader(problems, path, value,
+                ("name", "team", "kind", "sharing", "isolation", "memory_gib", "replicas", "gpus",
+                 "gpu_model", "mig_profile", "device_request"),
+                required=("name", "team", "kind"))
+    if not r.ok:
+        return None
+    name = r.string("name", pattern=DNS_LABEL, what="workload name (a DNS label)")
+    team = r.string("team")
+    kind = r.choice("kind", WORKLOAD_KINDS)
+    isolation = r.choice("isolation", tuple(ISOLATION_TO_SHARING))
+    sharing = r.choice("sharing", WORKLOAD_SHARING)
+    min_memory = None
+    if "device_request" in r.data:
+        d = _Reader(problems, r.at("device_request"), r.raw("device_request"), ("min_memory_gib",),
+                    required=("min_memory_gib",))
+        min_memory = d.number("min_memory_gib")
+        if sharing not in (None, "dra"):
+            problems.add(r.at("sharing"), "a device_request is served by the DRA driver", sharing, "dra")
+        sharing = "dra"
+    if sharing is None:
+        sharing = ISOLATION_TO_SHARING.get(isolation) or {"notebook": "timeslice"}.get(kind, "whole")
+    elif isolation and sharing != "dra" and ISOLATION_TO_SHARING[isolation] != sharing and \
+            not (isolation == "none" and sharing == "mps"):
+        problems.add(r.at("isolation"), "contradicts sharing %s" % sharing, isolation,
+                     "full=whole, hardware=mig, none=timeslice or mps")
+    memory = r.number("memory_gib", None)
+    if sharing == "mig" and memory is None and "mig_profile" not in r.data:
+        problems.add(r.at("memory_gib"), "is required for a MIG workload (the slice must hold the model)")
+    gpu_model = _model(problems, r.at("gpu_model"), r.raw("gpu_model")) if "gpu_model" in r.data else None
+    mig_profile = r.string("mig_profile")
+    if mig_profile and sharing != "mig":
+        problems.add(r.at("mig_profile"), "only applies to sharing mig", mig_profile)
+    gpus = r.integer("gpus", 1, minimum=1, maximum=64)
+    if sharing != "whole" and gpus != 1:
+        problems.add(r.at("gpus"), "more than one GPU per replica needs whole GPUs", gpus, "1",
+                     "Set sharing: whole, or split the workload")
+    if None in (name, team, kind):
+        return None
+    return Workload(name=name, team=team, kind=kind, sharing=sharing, memory_gib=memory or 0.0,
+                    replicas=r.integer("replicas", 1, minimum=1, maximum=100_000), gpus=gpus or 1,
+                    gpu_model=gpu_model, mig_profile=mig_profile, min_memory_gib=min_memory, path=path)
+
+
+def _read_policy(problems: Problems, value) -> Policy:
+    r = _Reader(problems, "gpushare_policy", value or {},
+                ("cluster_name", "kubernetes_distribution", "cohort", "mig_leftover", "cpu_memory_quota",
+                 "allow_disruption"))
+    return Policy(
+        cluster_name=r.string("cluster_name", "gpushare", DNS_LABEL, "cluster name (a DNS label)"),
+        distribution=r.choice("kubernetes_distribution", DISTRIBUTIONS, "kubeadm"),
+        cohort=r.string("cohort", "gpushare", DNS_LABEL, "cohort name (a DNS label)"),
+        mig_leftover=r.choice("mig_leftover", MIG_LEFTOVER, "carve"),
+        cpu_memory_quota=r.choice("cpu_memory_quota", CPU_MEMORY_QUOTA, "ignore"),
+        allow_disruption=r.boolean("allow_disruption", False),
+    )
+
+
+def load_inventory(variables: dict) -> Inventory:
+    """Read and cross-check the inventory; raise PlanInvalid with every problem found.
+
+    ``variables`` holds ``gpushare_teams``, ``gpushare_workloads``, ``gpushare_policy`` and
+    ``gpushare_nodes`` (host name -> that host's ``gpushare_node``).
+    """
+    problems = Problems()
+    teams = [t for i, item in enumerate(_items(problems, "gpushare_teams", variables.get("gpushare_teams")))
+             if (t := _read_team(problems, "gpushare_teams[%d]" % i, item))]
+    nodes_in = variables.get("gpushare_nodes") or {}
+    if not isinstance(nodes_in, dict) or not nodes_in:
+        problems.add("gpushare_nodes", "no GPU hosts found", None, "",
+                     "Put GPU servers in the inventory group gpushare_gpu_nodes, each with a gpushare_node in host_vars")
+        nodes_in = {}
+    nodes = [n for host, item in sorted(nodes_in.items()) if (n := _read_node(problems, str(host), item))]
+    workloads = [w for i, item in enumerate(_items(problems, "gpushare_workloads",
+                                                   variables.get("gpushare_workloads"), False))
+                 if (w := _read_workload(problems, "gpushare_workloads[%d]" % i, item))]
+    policy = _read_policy(problems, variables.get("gpushare_policy"))
+    _cross_check(problems, teams, nodes, workloads)
+    problems.raise_if_any()
+    return Inventory(teams=tuple(teams), nodes=tuple(nodes), workloads=tuple(workloads), policy=policy,
+                     team_names=tuple(t.name for t in teams))
+
+
+def _cross_check(problems: Problems, teams: list[Team], nodes: list[Node], workloads: list[Workload]) -> None:
+    names = [t.name for t in teams]
+    known = ", ".join(names)
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            problems.add(teams[i].path + ".name", "team listed twice", name)
+    producers = [t for t in teams if t.production]
+    if len(producers) > 1:
+        problems.add(producers[1].path + ".production", "only one team can be the production team that reclaims at once",
+                     True, "one team with production: true", "Others are %s" % producers[0].name)
+    owner = {}
+    for t in teams:
+        for ns in t.namespaces:
+            if ns in owner:
+                problems.add(t.path + ".namespaces", "namespace already belongs to team %s" % owner[ns], ns,
+                             "each namespace in exactly one team")
+            owner[ns] = t.name
+        if t.lending_limit is not None and not t.lend:
+            problems.add(t.path + ".lending_limit", "is set but lend is false", t.lending_limit)
+        if t.borrowing_limit is not None and not t.borrow:
+            problems.add(t.path + ".borrowing_limit", "is set but borrow is false", t.borrowing_limit)
+
+    for node in nodes:
+        for gpu in node.gpus:
+            for team, where in [(gpu.team, gpu.path + ".team")] + [(w.team, w.path + ".team") for w in gpu.windows]:
+                if team is not None and team not in names:
+                    problems.add(where, "unknown team", team, known)
+            if gpu.mode in ("timeslice", "mps") and gpu.team is None:
+                problems.add(gpu.path + ".team", "a %s GPU needs an owning team (its replicas are that team's quota)"
+                             % gpu.mode)
+        _check_node_sharing(problems, node)
+    seen = set()
+    for w in workloads:
+        if w.team not in names:
+            problems.add(w.path + ".team", "unknown team", w.team, known)
+        if w.name in seen:
+            problems.add(w.path + ".name", "workload name used twice", w.name)
+        seen.add(w.name)
+
+
+def _check_node_sharing(problems: Problems, node: Node) -> None:
+    """What the device plugin can express on one node (nvidia_specifics.md §3)."""
+    modes = {g.mode for g in node.gpus} | {w.mode for g in node.gpus for w in g.windows}
+    if "mps" in modes and ("mig" in modes or "timeslice" in modes):
+        other = "MIG" if "mig" in modes else "time-slicing"
+        problems.add(node.path + ".gpus", "MPS cannot be combined with %s on one node" % other, sorted(modes),
+                     "MPS on every GPU of the node, or no MPS",
+                     "The device plugin applies one sharing method to a whole node and has no MPS on MIG devices")
+    mps = [g for g in node.gpus if g.mode == "mps"]
+    if mps and len(mps) != len(node.gpus):
+        problems.add(node.path + ".gpus", "MPS shares every full GPU of a node; GPUs %s are not mps"
+                     % [g.index for g in node.gpus if g.mode != "mps"], None, "mode: mps on all GPUs of the node")
+    card = gpu_catalog.CATALOG[node.model]
+    sliced = [g for g in node.gpus if g.mode == "timeslice"]
+    if sliced and not card.mig_capable and len(sliced) != len(node.gpus):
+        problems.add(node.path + ".gpus",
+                     "%s has no MIG, so time-slicing applies to every GPU of the node; GPUs %s are not timeslice"
+                     % (card.key, [g.index for g in node.gpus if g.mode != "timeslice"]), None,
+                     "mode: timeslice on all GPUs of the node",
+                     "The device plugin ignores per-GPU 'devices' in sharing.timeSlicing")
+    for group in (sliced, mps):
+        counts = sorted({g.replicas for g in group if g.replicas})
+        if len(counts) > 1:
+            problems.add(node.path + ".gpus", "GPUs shared on one node must use the same replicas", counts,
+                         "one replica count per node", "The device plugin takes one replica count per resource")
+    if node.dra and any(g.mode in ("timeslice", "mps") for g in node.gpus):
+        problems.add(node.path + ".dra", "a DRA node is served by the DRA driver, not the device plugin's sharing",
+                     True, "dra: true with whole or mig GPUs only")
