@@ -1,0 +1,477 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""GPU catalogue: the NVIDIA cards the planners know, with their MIG geometry.
+
+Pure Python (standard library only, no Ansible import).
+
+A MIG profile name or an nvidia-smi profile ID means different things on different
+models: ``1g.35gb`` is the double-memory 1g (placement size 2, max 4) on H200 but the
+single-memory 1g (size 1, max 7) on GB300, and profile ID 14 is ``1g.6gb`` on A30 but a
+``2g`` on A100/H100. Placement grids differ too (8 units on the 7-way family, 4 on A30,
+12 on RTX PRO 6000). So everything here is keyed by GPU model (``CATALOG[key]``, or
+``lookup``/``lookup_pci``), never by profile name or profile ID alone.
+
+Every figure carries its source in ``source``. "§" references point to
+``shared/reference/nvidia_specifics.md``. Where that reference has no usable-memory figure,
+the value is estimated by the one rule in ``ESTIMATED``, and the profile's source starts
+with ``"estimated:"``.
+"""
+
+from __future__ import absolute_import, annotations, division, print_function
+
+import difflib
+import re
+from dataclasses import dataclass
+
+__metaclass__ = type
+
+NVIDIA_VENDOR_ID = 0x10DE
+
+# Sources used by several entries, named once.
+_SRC_PCI = ("PCI IDs and NVML names: NVIDIA open-gpu-kernel-modules README 595.45.04 "
+            "'Compatible GPUs' table; pci.ids (pciutils/pciids c1c1254, 2026-08-22)")
+_SRC_SMI = "[OBSERVED: memory.total in third-party nvidia-smi output, not in the reference]"
+_SRC_LGIPP_A100 = "placements §1.2 (MIG User Guide -lgipp for A100) [CONFIRMED]"
+_SRC_LGIPP_H100 = "placements §1.2 (-lgipp identical on H100 80GB/NVL, Colfax Research) [OBSERVED]"
+_SRC_LGIPP_INF = "placements §1.2 [INFERRED: same fractions and max counts; no -lgipp seen]"
+
+
+def _gib(value: float) -> int:
+    """MiB from a two-decimal GiB figure as ``nvidia-smi mig -lgip`` prints it.
+
+    The driver reports multiples of 1/16 GiB (64 MiB) and nvidia-smi rounds them to two
+    decimals, so 19.62 means 19.625 GiB = 20096 MiB (the GFD label value, §1.6).
+    """
+    return int(round(value * 1024 / 64)) * 64
+
+
+# --- the estimate rule -------------------------------------------------------------------
+
+# H100-80GB is the one 7-way card with GFD labels in NVIDIA's docs (§1.6): usable MiB per
+# placement size (memory slices) and the whole card's MiB.
+_BASIS_CARD_MIB = 81559
+_BASIS_BY_SIZE = {1: 9984, 2: 20096, 4: 40320, 8: _gib(79.25)}
+
+ESTIMATED = (
+    "estimated: usable MiB = card memory_mib x (usable/card fraction observed on "
+    "H100-80GB for the same placement size: GFD labels 9984, 20096, 40320 MiB and -lgip "
+    "79.25 GiB for sizes 1, 2, 4, 8, over 81559 MiB, §1.6), rounded down to 64 MiB. "
+    "Used where the reference has no usable-memory figure (A100-80GB, H100-96GB 7g, "
+    "GH200-144GB, H200, B200, B300, GB200, GB300); replace with -lgip / GFD "
+    "nvidia.com/mig-<profile>.memory values from the real card when they are known."
+)
+
+
+def _estimate(card_mib: int, size: int) -> int:
+    return card_mib * _BASIS_BY_SIZE[size] // _BASIS_CARD_MIB // 64 * 64
+
+
+# --- data types --------------------------------------------------------------------------
+
+_PROFILE_NAME = re.compile(r"^(?P<g>[1-9])g\.(?P<gb>[0-9]+)gb(?P<variant>(?:\+me\.all|\+me|\+gfx|-me)?)$")
+
+
+@dataclass(frozen=True)
+class MigProfile:
+    name: str                # "1g.18gb", "1g.18gb+me", "1g.24gb+gfx"
+    compute_slices: int      # G in "Ng.*"
+    memory_mib: int          # usable memory as the driver reports it (-lgip / GFD), not the name
+    size: int                # placement size in grid units, from -lgipp "{starts}:size"
+    starts: tuple[int, ...]  # valid start slots
+    max_count: int
+    media_extensions: bool   # "+me" or "+me.all" (at most one +me profile per GPU)
+    variant: str             # "" for base profiles, else "+me", "+gfx", "+me.all", "-me"
+    source: str              # citation for this profile's figures
+
+    @property
+    def resource_name(self) -> str:
+        """Device plugin resource under the mixed strategy (§2.3): '+' becomes '.'."""
+        return "nvidia.com/mig-" + self.name.replace("+", ".")
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    key: str
+    product_name: str                      # NVML name
+    label_product: str                     # GFD nvidia.com/gpu.product (spaces -> '-')
+    aliases: tuple[str, ...]               # lower-case names people write
+    pci_device_ids: tuple[str, ...]        # "0x2335" (device id only, lower-case hex)
+    memory_mib: int                        # whole card, as NVML reports it
+    architecture: str
+    mig_grid: int                          # placement units; 0 = no MIG
+    mig_profiles: tuple[MigProfile, ...]
+    source: str
+
+    @property
+    def mig_capable(self) -> bool:
+        return self.mig_grid > 0 and bool(self.mig_profiles)
+
+    @property
+    def base_profiles(self) -> tuple[MigProfile, ...]:
+        return tuple(p for p in self.mig_profiles if not p.variant)
+
+    def profile(self, name: str) -> MigProfile:
+        """The profile called ``name`` on this model.
+
+        Also accepts the '.' spelling of the mixed-strategy resource ("1g.10gb.me") and the
+        full resource name ("nvidia.com/mig-1g.10gb.me"). KeyError lists the allowed names.
+        """
+        wanted = str(name).strip().lower()
+        if wanted.startswith("nvidia.com/mig-"):
+            wanted = wanted[len("nvidia.com/mig-"):]
+        for p in self.mig_profiles:
+            if wanted in (p.name, p.name.replace("+", ".")):
+                return p
+        allowed = ", ".join(p.name for p in self.mig_profiles)
+        if not allowed:
+            raise KeyError("%r: %s (%s) has no MIG profiles" % (name, self.key, self.product_name))
+        raise KeyError("%r is not a MIG profile of %s (%s); allowed: %s"
+                       % (name, self.key, self.product_name, allowed))
+
+
+# --- profile builders --------------------------------------------------------------------
+
+def _profile(name: str, size: int, starts: tuple[int, ...], max_count: int, memory_mib: int,
+             source: str) -> MigProfile:
+    m = _PROFILE_NAME.match(name)
+    if m is None:
+        raise ValueError("bad MIG profile name %r" % name)
+    variant = m.group("variant")
+    return MigProfile(name=name, compute_slices=int(m.group("g")), memory_mib=memory_mib, size=size,
+                      starts=starts, max_count=max_count, media_extensions=variant in ("+me", "+me.all"),
+                      variant=variant, source=source)
+
+
+# The 7-compute / 8-memory-slice family, §1.2: (name template, size, starts, max count).
+# a, b, c, d are the GB numbers in the names of the 1-, 2-, 4- and 8-slice profiles.
+_SEVEN_WAY = (
+    ("1g.{a}gb", 1, (0, 1, 2, 3, 4, 5, 6), 7),
+    ("1g.{a}gb+me", 1, (0, 1, 2, 3, 4, 5, 6), 1),
+    ("1g.{b}gb", 2, (0, 2, 4, 6), 4),        # the double-memory 1g
+    ("2g.{b}gb", 2, (0, 2, 4), 3),
+    ("3g.{c}gb", 4, (0, 4), 2),
+    ("4g.{c}gb", 4, (0,), 1),
+    ("7g.{d}gb", 8, (0,), 1),
+)
+
+
+def _seven_way(gb: tuple[int, int, int, int], card_mib: int, names_src: str, placement_src: str,
+               memory: dict[int, tuple[int, str]] | None = None) -> tuple[MigProfile, ...]:
+    """The seven profiles of one 7-way model.
+
+    ``gb``: the GB numbers in the names (e.g. (18, 35, 71, 141) for H200). ``memory``: usable
+    MiB and its source per placement size (1, 2, 4, 8); a size left out is estimated
+    (``ESTIMATED``). Profiles of one size share the same memory slices, hence one figure.
+    """
+    memory = memory or {}
+    a, b, c, d = gb
+    out = []
+    for template, size, starts, max_count in _SEVEN_WAY:
+        if size in memory:
+            mib, mem_src = memory[size]
+            source = "memory_mib %s; names/max %s; %s" % (mem_src, names_src, placement_src)
+        else:
+            mib = _estimate(card_mib, size)
+            source = "estimated: memory_mib by the rule in gpu_catalog.ESTIMATED; names/max %s; %s" % (
+                names_src, placement_src)
+        out.append(_profile(template.format(a=a, b=b, c=c, d=d), size, starts, max_count, mib, source))
+    return tuple(out)
+
+
+def _gridded(classes: dict[int, tuple[tuple[int, ...], int, str]],
+             rows: tuple[tuple[str, int, int], ...], names_src: str, placement_src: str) -> tuple[MigProfile, ...]:
+    """Profiles of a non-7-way grid. ``classes``: size -> (starts, usable MiB, memory source);
+    ``rows``: (name, size, max count)."""
+    out = []
+    for name, size, max_count in rows:
+        starts, mib, mem_src = classes[size]
+        out.append(_profile(name, size, starts, max_count, mib,
+                            "memory_mib %s; names/max %s; %s" % (mem_src, names_src, placement_src)))
+    return tuple(out)
+
+
+def _model(key: str, product_name: str, aliases: tuple[str, ...], pci: tuple[int, ...], memory_mib: int,
+           architecture: str, source: str, profiles: tuple[MigProfile, ...] = (), grid: int = 0) -> GpuModel:
+    return GpuModel(key=key, product_name=product_name, label_product=product_name.replace(" ", "-"),
+                    aliases=tuple(a.lower() for a in aliases), pci_device_ids=tuple("0x%04x" % p for p in pci),
+                    memory_mib=memory_mib, architecture=architecture, mig_grid=grid if profiles else 0,
+                    mig_profiles=profiles, source=source)
+
+
+# --- the models --------------------------------------------------------------------------
+
+_A30_MIB, _RTX6000_MIB = 24576, 97887
+
+_MODELS = (
+    # ---- 7-way family (8-unit grid) ----
+    _model("a100-40gb", "NVIDIA A100-SXM4-40GB",
+           ("a100-40gb", "a100 40gb", "a100-40g", "a100-sxm4-40gb", "a100 sxm4 40gb", "a100-pcie-40gb",
+            "a100 pcie 40gb", "nvidia a100-pcie-40gb"),
+           (0x20B0, 0x20B1, 0x20F1), 40960, "Ampere",
+           "§1.4 (MIG User Guide; -lgip observed); PCI 0x20b0/0x20b1/0x20f1 §1.14 mig-parted all-balanced "
+           "(A800 0x20f6 left out); %s; memory_mib 40960 %s" % (_SRC_PCI, _SRC_SMI),
+           _seven_way((5, 10, 20, 40), 40960, "§1.4 (MIG User Guide; 1g.10gb needs R525+)", _SRC_LGIPP_A100, {
+               1: (4864, "§1.4 -lgip 1g.5gb 4.75 GiB [OBSERVED]; DRA docs capacity 4864Mi [CONFIRMED]"),
+               2: (_gib(9.75), "§1.4 -lgip 2g.10gb 9.75 GiB [OBSERVED] (1g.10gb: same 2 memory slices, "
+                               "INFERRED equal as on H100-80GB)"),
+               4: (_gib(19.62), "§1.4 -lgip 3g.20gb/4g.20gb 19.62 GiB [OBSERVED]"),
+               8: (_gib(39.50), "§1.4 -lgip 7g.40gb 39.50 GiB [OBSERVED]"),
+           }), grid=8),
+    _model("a100-80gb", "NVIDIA A100-SXM4-80GB",
+           ("a100-80gb", "a100 80gb", "a100-80g", "a100-sxm4-80gb", "a100 sxm4 80gb", "a100 80gb pcie",
+            "a100-pcie-80gb", "nvidia a100 80gb pcie"),
+           (0x20B2, 0x20B5), 81920, "Ampere",
+           "§1.5 (MIG User Guide; mig-parted all-1g.10gb=7 for 0x20b2/0x20b5); A800 0x20f3/0x20f5 left out; "
+           "%s; memory_mib 81920 %s" % (_SRC_PCI, _SRC_SMI),
+           _seven_way((10, 20, 40, 80), 81920, "§1.5 (MIG User Guide)", _SRC_LGIPP_A100), grid=8),
+    _model("h100-80gb", "NVIDIA H100 80GB HBM3",
+           ("h100-80gb", "h100 80gb", "h100-sxm", "h100 sxm", "h100-sxm5", "h100 sxm5 80gb", "h100-80gb-hbm3",
+            "h100 pcie", "h100-pcie", "nvidia h100 pcie", "h100-pcie-80gb"),
+           (0x2330, 0x2331), 81559, "Hopper",
+           "§1.6 (MIG User Guide table; GFD labels for H100-80GB-HBM3, nvidia.com/gpu.memory 81559); "
+           "H800 0x2322/0x2324 left out; %s" % _SRC_PCI,
+           _seven_way((10, 20, 40, 80), 81559, "§1.6 (MIG User Guide)", _SRC_LGIPP_H100, {
+               1: (9984, "§1.6 GFD label mig-1g.10gb.memory 9984 [CONFIRMED]; -lgip 9.75 GiB"),
+               2: (20096, "§1.6 GFD label mig-2g.20gb.memory 20096 [CONFIRMED]; -lgip 1g.20gb 19.62 GiB"),
+               4: (40320, "§1.6 GFD label mig-3g.40gb.memory 40320 [CONFIRMED] (4g.40gb: same 4 slices; "
+                          "-lgip gives both 39.50 GiB on another driver)"),
+               8: (_gib(79.25), "§1.6 -lgip 7g.80gb 79.25 GiB (jbarrow.ai) [OBSERVED]"),
+           }), grid=8),
+    _model("h100-94gb", "NVIDIA H100 NVL",
+           ("h100-94gb", "h100 94gb", "h100 nvl", "h100-nvl", "h100-nvl-94gb", "h100 sxm5 94gb", "h100l 94gb"),
+           (0x2321, 0x2339), 95830, "Hopper",
+           "§1.7 (MIG User Guide); PCI 0x2321 §1.14 mig-parted, 0x2339 ('NVIDIA H100', SXM5 94GB) from the "
+           "README/pci.ids only; H800 NVL 0x233a left out; %s; memory_mib 95830 %s" % (_SRC_PCI, _SRC_SMI),
+           _seven_way((12, 24, 47, 94), 95830, "§1.7 (MIG User Guide)", _SRC_LGIPP_H100, {
+               1: (_gib(10.62), "§1.7 -lgip 1g.12gb 10.62-10.75 GiB [OBSERVED, varies by driver; lower bound]"),
+               2: (_gib(21.50), "§1.7 -lgip 1g.24gb/2g.24gb 21.50-21.62 GiB [OBSERVED; lower bound]"),
+               4: (_gib(46.12), "§1.7 -lgip 3g.47gb 46.12-46.38 GiB [OBSERVED; lower bound] (4g.47gb: same 4 slices)"),
+               8: (_gib(93.12), "§1.7 -lgip 7g.94gb 93.12 GiB [OBSERVED]"),
+           }), grid=8),
+    _model("h100-96gb", "NVIDIA GH200 480GB",
+           ("h100-96gb", "h100 96gb", "gh200-96gb", "gh200 96gb", "gh200-480gb", "gh200 480gb", "gh200 120gb",
+            "nvidia gh200 120gb", "gh200-h100-96gb"),
+           (0x2342, 0x233D), 97871, "Hopper",
+           "§1.8 (MIG User Guide, H100 96GB on GH200); PCI 0x2342/0x233d §1.14 mig-parted (PG506 0x20b6 and "
+           "H20 0x2329 left out); NVML name of 0x2342 is 'NVIDIA GH200 480GB' or '... 120GB' by board; "
+           "%s; memory_mib 97871 %s" % (_SRC_PCI, _SRC_SMI),
+           _seven_way((12, 24, 48, 96), 97871, "§1.8 (MIG User Guide)", _SRC_LGIPP_INF, {
+               1: (_gib(11.00), "§1.8 -lgip 1g.12gb 11.00 GiB [OBSERVED]"),
+               2: (_gib(23.00), "§1.8 -lgip 1g.24gb/2g.24gb 23.00 GiB [OBSERVED]"),
+               4: (_gib(46.50), "§1.8 -lgip 3g.48gb 46.50 GiB [OBSERVED] (4g.48gb: same 4 slices)"),
+               # 7g.96gb: no figure in the reference -> estimated
+           }), grid=8),
+    _model("gh200-144gb", "NVIDIA GH200 144G HBM3e",
+           ("gh200-144gb", "gh200 144gb", "gh200 144g", "gh200 144g hbm3e", "gh200-144g-hbm3e"),
+           (0x2348,), 146831, "Hopper",
+           "§1.9 (mig-parted config-default.yaml, commit 8cdf60f9; not in the User Guide tables); "
+           "%s; memory_mib 146831 %s" % (_SRC_PCI, _SRC_SMI),
+           _seven_way((18, 36, 72, 144), 146831, "§1.9 (mig-parted)", _SRC_LGIPP_INF), grid=8),
+    _model("h200-141gb", "NVIDIA H200",
+           ("h200", "h200-141gb", "h200 141gb", "h200-sxm", "h200 sxm", "h200 sxm 141gb", "h200-sxm5",
+            "h200 nvl", "h200-nvl", "nvidia h200", "nvidia h200 nvl"),
+           (0x2335, 0x233B), 143771, "Hopper",
+           "§1.10 (MIG User Guide; H200 SXM 0x2335, H200 NVL 0x233b); %s; memory_mib 143771 %s"
+           % (_SRC_PCI, _SRC_SMI),
+           _seven_way((18, 35, 71, 141), 143771, "§1.10 (MIG User Guide)", _SRC_LGIPP_INF), grid=8),
+    _model("b200", "NVIDIA B200",
+           ("b200", "b200-180gb", "b200 180gb", "nvidia b200", "hgx b200", "dgx b200"),
+           (0x2901,), 183359, "Blackwell",
+           "§1.11 (MIG User Guide; driver >= R570); HGX B200 168GB 0x2909 left out; %s; memory_mib 183359 %s"
+           % (_SRC_PCI, _SRC_SMI),
+           _seven_way((23, 45, 90, 180), 183359, "§1.11 (MIG User Guide)", _SRC_LGIPP_INF), grid=8),
+    _model("b300", "NVIDIA B300 SXM6 AC",
+           ("b300", "b300-288gb", "b300 288gb", "b300 sxm6 ac", "b300-sxm6-ac", "nvidia b300", "hgx b300",
+            "dgx b300"),
+           (0x3182,), 275040, "Blackwell",
+           "§1.12 (mig-parted config-default.yaml commit 47c56d96, AWS sagemaker-hyperpod-cli PR #403; not in "
+           "the User Guide tables [UNCONFIRMED by NVIDIA docs]); %s; memory_mib 275040 %s" % (_SRC_PCI, _SRC_SMI),
+           _seven_way((34, 67, 135, 269), 275040, "§1.12 (mig-parted)", _SRC_LGIPP_INF), grid=8),
+    # Not requested, added so that "same name, other geometry" (1g.35gb on GB300) is in the data.
+    _model("gb200", "NVIDIA GB200",
+           ("gb200", "gb200-186gb", "gb200 nvl72", "hgx gb200", "nvidia gb200"),
+           (0x2941,), 189471, "Blackwell",
+           "§1.12 'for comparison' (mig-parted config-default.yaml; not in the User Guide tables); "
+           "%s; memory_mib 189471 %s" % (_SRC_PCI, _SRC_SMI),
+           _seven_way((23, 47, 93, 186), 189471, "§1.12 (mig-parted)", _SRC_LGIPP_INF), grid=8),
+    _model("gb300", "NVIDIA GB300",
+           ("gb300", "gb300-278gb", "gb300 nvl72", "nvidia gb300"),
+           (0x31C2,), 284208, "Blackwell",
+           "§1.1/§1.12 (mig-parted config-default.yaml: all-1g.35gb gives 7 on 0x31C2; not in the User Guide "
+           "tables); 0x31c3 (also 'NVIDIA GB300' in the README, not in mig-parted) left out; "
+           "%s; memory_mib 284208 %s" % (_SRC_PCI, _SRC_SMI),
+           _seven_way((35, 70, 139, 278), 284208, "§1.12 (mig-parted)", _SRC_LGIPP_INF), grid=8),
+
+    # ---- A30: 4-unit grid, §1.3 ----
+    _model("a30", "NVIDIA A30", ("a30", "a30-24gb", "a30 24gb", "nvidia a30"), (0x20B7,), _A30_MIB, "Ampere",
+           "§1.3 (MIG User Guide table; -lgipp and -lgip observed in two posts); %s; memory_mib 24576 %s"
+           % (_SRC_PCI, _SRC_SMI),
+           _gridded({1: ((0, 1, 2, 3), _gib(5.81), "§1.3 -lgip 1g.6gb 5.81 GiB [OBSERVED]"),
+                     2: ((0, 2), _gib(11.69), "§1.3 -lgip 2g.12gb 11.69 GiB [OBSERVED]"),
+                     4: ((0,), _gib(23.50), "§1.3 -lgip 4g.24gb 23.50 GiB [OBSERVED]")},
+                    (("1g.6gb", 1, 4), ("1g.6gb+me", 1, 1), ("2g.12gb", 2, 2), ("2g.12gb+me", 2, 1),
+                     ("4g.24gb", 4, 1)),
+                    "§1.3 (MIG User Guide; 1g.6gb+me R470+, 2g.12gb+me R525+)",
+                    "placements §1.3 -lgipp [OBSERVED, two posts]"), grid=4),
+
+    # ---- RTX PRO 6000 Blackwell: 12-unit grid, §1.13 ----
+    _model("rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+           ("rtx-pro-6000", "rtx pro 6000", "rtx pro 6000 blackwell", "rtx pro 6000 server",
+            "rtx pro 6000 blackwell server edition", "rtx pro 6000 blackwell workstation edition",
+            "rtx pro 6000 workstation", "rtx pro 6000 blackwell max-q workstation edition", "rtx pro 6000 max-q",
+            "nvidia rtx pro 6000 blackwell workstation edition",
+            "nvidia rtx pro 6000 blackwell max-q workstation edition"),
+           (0x2BB5, 0x2BB1, 0x2BB4), _RTX6000_MIB, "Blackwell",
+           "§1.13 (MIG User Guide; Server 0x2bb5 in mig-parted; Workstation 0x2bb1 and Max-Q 0x2bb4, "
+           "UNCONFIRMED in the reference, are in the README/pci.ids and need compute display mode first); "
+           "%s; memory_mib 97887 §1.13 [OBSERVED]" % _SRC_PCI,
+           _gridded({3: ((0, 3, 6, 9), _gib(23.62), "§1.13 -lgip 1g.24gb 23.62 GiB, 24192 MiB seen by torch "
+                                                    "[OBSERVED]; variants: same slices"),
+                     6: ((0, 6), _gib(47.38), "§1.13 -lgip 2g.48gb 47.38 GiB [OBSERVED]; variants: same slices"),
+                     12: ((0,), _gib(95.00), "§1.13 -lgip 4g.96gb 95.00-95.12 GiB [OBSERVED; lower bound]")},
+                    (("1g.24gb", 3, 4), ("1g.24gb+me", 3, 1), ("1g.24gb+gfx", 3, 4), ("1g.24gb+me.all", 3, 1),
+                     ("1g.24gb-me", 3, 4), ("2g.48gb", 6, 2), ("2g.48gb+gfx", 6, 2), ("2g.48gb+me.all", 6, 1),
+                     ("2g.48gb-me", 6, 2), ("4g.96gb", 12, 1), ("4g.96gb+gfx", 12, 1)),
+                    "§1.13 (MIG User Guide 'Number of Instances'; driver >= R575)",
+                    "placements §1.13 -lgipp 12-unit grid [OBSERVED, one third-party post]"), grid=12),
+
+    # ---- no MIG ----
+    _model("l4", "NVIDIA L4", ("l4", "nvidia l4", "l4-24gb", "l4 24gb"), (0x27B8,), 23034, "Ada Lovelace",
+           "no MIG (not in the MIG User Guide tables, §1); %s; memory_mib 23034 %s" % (_SRC_PCI, _SRC_SMI)),
+    _model("l40s", "NVIDIA L40S", ("l40s", "nvidia l40s", "l40s-48gb", "l40s 48gb"), (0x26B9,), 46068,
+           "Ada Lovelace",
+           "no MIG (not in the MIG User Guide tables, §1); %s; memory_mib 46068 %s" % (_SRC_PCI, _SRC_SMI)),
+    _model("l40", "NVIDIA L40", ("l40", "nvidia l40", "l40-48gb", "l40 48gb"), (0x26B5,), 46068, "Ada Lovelace",
+           "no MIG (not in the MIG User Guide tables, §1); %s; memory_mib 46068 %s" % (_SRC_PCI, _SRC_SMI)),
+    _model("a10", "NVIDIA A10", ("a10", "nvidia a10", "a10-24gb", "a10 24gb"), (0x2236,), 23028, "Ampere",
+           "no MIG (not in the MIG User Guide tables, §1); %s; memory_mib 23028 %s" % (_SRC_PCI, _SRC_SMI)),
+    _model("t4", "Tesla T4", ("t4", "tesla t4", "nvidia t4", "nvidia tesla t4", "t4-16gb"), (0x1EB8,), 15360,
+           "Turing",
+           "no MIG (not in the MIG User Guide tables, §1); %s; memory_mib 15360 %s" % (_SRC_PCI, _SRC_SMI)),
+)
+
+CATALOG: dict[str, GpuModel] = {m.key: m for m in _MODELS}
+
+# Names that fit several models: lookup() refuses them, suggest() lists the candidates.
+AMBIGUOUS: dict[str, tuple[str, ...]] = {
+    "a100": ("a100-40gb", "a100-80gb"),
+    "h100": ("h100-80gb", "h100-94gb", "h100-96gb"),   # NVML calls 0x2339 (94GB) plain "NVIDIA H100"
+    "gh200": ("h100-96gb", "gh200-144gb"),
+}
+
+# (model key, profile name) of every profile whose memory_mib is estimated (see ESTIMATED).
+ESTIMATED_PROFILES: tuple[tuple[str, str], ...] = tuple(
+    (m.key, p.name) for m in _MODELS for p in m.mig_profiles if p.source.startswith("estimated"))
+
+
+# --- lookups -----------------------------------------------------------------------------
+
+_SEPARATORS = re.compile(r"[\s_\-]+")
+_MIG_SUFFIX = re.compile(r"[-_ ]mig[-_ ].*$", re.IGNORECASE)   # GFD single strategy: "...-MIG-1g.10gb"
+_PREFIXES = ("nvidia", "tesla")
+
+
+def _norm(name: str) -> str:
+    return _SEPARATORS.sub("", _MIG_SUFFIX.sub("", name.strip()).lower())
+
+
+def _unprefixed(norm: str) -> str:
+    for prefix in _PREFIXES:
+        if norm.startswith(prefix) and len(norm) > len(prefix):
+            return norm[len(prefix):]
+    return norm
+
+
+def _build_index() -> tuple[dict[str, str], dict[int, str]]:
+    names: dict[str, str] = {}
+    pci: dict[int, str] = {}
+    for m in _MODELS:
+        for raw in (m.key, m.product_name, m.label_product) + m.aliases:
+            for n in {_norm(raw), _unprefixed(_norm(raw))}:
+                if names.setdefault(n, m.key) != m.key:
+                    raise ValueError("gpu_catalog: name %r belongs to %s and %s" % (raw, names[n], m.key))
+                if n in AMBIGUOUS:
+                    raise ValueError("gpu_catalog: alias %r of %s is listed as ambiguous" % (raw, m.key))
+        for p in m.pci_device_ids:
+            if pci.setdefault(int(p, 16), m.key) != m.key:
+                raise ValueError("gpu_catalog: PCI id %s belongs to %s and %s" % (p, pci[int(p, 16)], m.key))
+    return names, pci
+
+
+_BY_NAME, _BY_PCI = _build_index()
+
+
+def lookup(name: str) -> GpuModel | None:
+    """The model called ``name`` (key, alias, NVML name or GFD product label), or None.
+
+    Case-insensitive; spaces, underscores and dashes are ignored, so is a leading
+    "NVIDIA"/"Tesla" and a GFD "-MIG-<profile>" suffix. Ambiguous names (``AMBIGUOUS``,
+    e.g. "h100") give None; ``suggest`` lists their candidates.
+    """
+    if not isinstance(name, str) or not name.strip():
+        return None
+    n = _norm(name)
+    key = _BY_NAME.get(n) or _BY_NAME.get(_unprefixed(n))
+    return CATALOG[key] if key else None
+
+
+def _strip_0x(s: str) -> str:
+    return s[2:] if s.startswith("0x") else s   # not str.removeprefix: targets may run Python 3.8
+
+
+def _pci_device(device_id) -> int | None:
+    if isinstance(device_id, bool):
+        return None
+    if isinstance(device_id, int):
+        value = device_id
+    elif isinstance(device_id, str):
+        s = device_id.strip().lower()
+        if ":" in s:                              # lspci -n form "10de:2335"
+            vendor, _, s = s.partition(":")
+            if _strip_0x(vendor.strip()) != "%04x" % NVIDIA_VENDOR_ID:
+                return None
+            s = s.strip()
+        s = _strip_0x(s)
+        if not re.fullmatch(r"[0-9a-f]{1,8}", s):
+            return None
+        value = int(s, 16)
+    else:
+        return None
+    if value > 0xFFFF:                            # device<<16 | vendor, as NVML and mig-parted write it
+        if value > 0xFFFFFFFF or value & 0xFFFF != NVIDIA_VENDOR_ID:
+            return None
+        value >>= 16
+    return value if value >= 0 else None
+
+
+def lookup_pci(device_id: str | int) -> GpuModel | None:
+    """The model with this PCI device id, or None.
+
+    Accepts "0x2335", "2335", "0x233510DE" (device<<16 | vendor, as nvidia-smi and mig-parted
+    write it), "10de:2335" (lspci -n) or an int of either form.
+    """
+    device = _pci_device(device_id)
+    key = _BY_PCI.get(device) if device is not None else None
+    return CATALOG[key] if key else None
+
+
+def suggest(name: str, n: int = 3) -> list[str]:
+    """Up to ``n`` catalogue keys closest to ``name``, for "did you mean" messages."""
+    if not isinstance(name, str) or not name.strip() or n <= 0:
+        return []
+    wanted = _unprefixed(_norm(name))
+    if wanted in AMBIGUOUS:
+        return list(AMBIGUOUS[wanted])[:n]
+    best: dict[str, float] = {}
+    for candidate, key in _BY_NAME.items():
+        score = difflib.SequenceMatcher(None, wanted, candidate).ratio()
+        if candidate.startswith(wanted) and len(wanted) >= 2:
+            score = max(score, 0.75)              # "a100-40" -> "a100-40gb"
+        if score >= 0.6 and score > best.get(key, 0.0):
+            best[key] = score
+    return [k for k, _ in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))][:n]
+
+
+def mig_config_device_filter(model: GpuModel) -> list[str]:
+    """mig-parted ``device-filter`` values for this model: "0x233510DE" (device<<16 | vendor)."""
+    return ["0x%04X%04X" % (int(p, 16), NVIDIA_VENDOR_ID) for p in model.pci_device_ids]
