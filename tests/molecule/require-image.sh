@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Molecule dependency step: fail early, with a message a person can act on, when the
+# scenario's local image is missing (no registry is reachable to pull it from).
+set -euo pipefail
+for image in "$@"; do
+  if ! docker image inspect "$image" >/dev/null 2>&1; then
+    case "$image" in
+      gpushare/debian12-systemd:*) hint="run tests/molecule/build-image.sh" ;;
+      *) hint="build it on a machine that can, see docs/testing.md" ;;
+    esac
+    echo "image $image not present; $hint" >&2
+    exit 1
+  fi
+done
