@@ -1,0 +1,174 @@
+#!/usr/bin/env bash
+# Builds every binary of the cluster twin from Go modules (the Go module proxy is the only
+# source: no GitHub, no image registry, no release downloads), at the versions pinned in
+# versions.sh, into ${GPUSHARE_TWIN_CACHE:-$HOME/.cache/gpushare-twin}/bin.
+# A binary whose version stamp matches is reused. Each build prints one "measure:" line
+# (wall time, peak RSS of the biggest compiler/linker process) to build.log in the cache.
+#
+# usage: tests/twin/build.sh [component ...]   components: etcd kube kwok kueue (default all)
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=versions.sh
+. "$HERE/versions.sh"
+
+CACHE=${GPUSHARE_TWIN_CACHE:-$HOME/.cache/gpushare-twin}
+BIN=$CACHE/bin
+SRC=$CACHE/src
+SHARE=$CACHE/share
+mkdir -p "$BIN" "$SRC" "$SHARE"
+LOG=$CACHE/build.log
+
+# Everything the Go tool writes stays in the cache, outside the repository.
+export GOMODCACHE=${GPUSHARE_TWIN_GOMODCACHE:-$CACHE/gomod}
+export GOCACHE=${GPUSHARE_TWIN_GOCACHE:-$CACHE/go-build}
+export GOPATH=$CACHE/gopath
+export GOTOOLCHAIN=local          # never fetch another toolchain
+export CGO_ENABLED=0              # static binaries, no C compiler needed
+export GOFLAGS="-trimpath -p=2 -buildvcs=false"
+export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
+
+command -v go >/dev/null || { echo "build.sh: no go in PATH (need $TWIN_GO_MIN or newer)" >&2; exit 1; }
+gover=$(go env GOVERSION)
+case "$(printf '%s\n%s\n' "$TWIN_GO_MIN" "$gover" | sort -V | head -1)" in
+  "$TWIN_GO_MIN") ;;
+  *) echo "build.sh: $gover is older than $TWIN_GO_MIN" >&2; exit 1 ;;
+esac
+PY=$(command -v python3)
+
+say() { echo "build.sh: $*" | tee -a "$LOG" >&2; }
+measure() { "$PY" "$HERE/measure.py" "$@" 2> >(tee -a "$LOG" >&2); }
+
+stamp_of() { echo "$1 $2 $gover $(go env GOOS)/$(go env GOARCH)"; }
+is_current() {  # name version binary...
+  local name=$1 version=$2; shift 2
+  [ "$(cat "$BIN/.$name.stamp" 2>/dev/null)" = "$(stamp_of "$name" "$version")" ] || return 1
+  local b; for b in "$@"; do [ -x "$BIN/$b" ] || return 1; done
+}
+mark_current() { stamp_of "$1" "$2" > "$BIN/.$1.stamp"; }
+
+# Directory of a module's source in the module cache (downloads it if needed).
+mod_dir() { go mod download -json "$1@$2" | "$PY" -c 'import json,sys; print(json.load(sys.stdin)["Dir"])'; }
+mod_commit() {
+  go mod download -json "$1@$2" | "$PY" -c \
+    'import json,sys; print(json.load(sys.stdin).get("Origin", {}).get("Hash", "unknown"))'
+}
+
+build_etcd() {
+  local v=$TWIN_ETCD_VERSION
+  if is_current etcd "$v" etcd; then say "etcd $v: reused"; return; fi
+  # The etcd main package lives in the root module go.etcd.io/etcd/v3, which carries
+  # replace directives (so `go install` refuses it); its main only calls etcdmain.Main,
+  # which is in go.etcd.io/etcd/server/v3. The wrapper repeats that main.
+  local d=$SRC/etcd
+  rm -rf "$d"; mkdir -p "$d"
+  cat > "$d/go.mod" <<EOF
+module gpushare.local/twin/etcd
+
+go 1.26.0
+
+require (
+	go.etcd.io/etcd/api/v3 $v
+	go.etcd.io/etcd/client/pkg/v3 $v
+	go.etcd.io/etcd/client/v3 $v
+	go.etcd.io/etcd/pkg/v3 $v
+	go.etcd.io/etcd/server/v3 $v
+)
+EOF
+  cat > "$d/main.go" <<'EOF'
+// Same as the main of go.etcd.io/etcd/v3 (the etcd binary).
+package main
+
+import (
+	"os"
+
+	"go.etcd.io/etcd/server/v3/etcdmain"
+)
+
+func main() { etcdmain.Main(os.Args) }
+EOF
+  local sha; sha=$(mod_commit go.etcd.io/etcd/server/v3 "$v")
+  (cd "$d" && go mod tidy &&
+    measure "etcd $v" go build -ldflags "-X go.etcd.io/etcd/api/v3/version.GitSHA=${sha:0:9}" \
+      -o "$BIN/etcd" .)
+  mark_current etcd "$v"
+}
+
+build_kube() {
+  local v=$TWIN_KUBE_VERSION sv=$TWIN_KUBE_STAGING_VERSION
+  local cmds="kube-apiserver kube-controller-manager kube-scheduler kubectl"
+  # shellcheck disable=SC2086
+  if is_current kube "$v" $cmds; then say "kubernetes $v: reused"; return; fi
+  # k8s.io/kubernetes replaces every k8s.io/* staging module with ./staging/..., so
+  # `go install` refuses it. The wrapper requires it and points each staging module at
+  # its published release instead (v1.35.5 <-> v0.35.5).
+  local kdir; kdir=$(mod_dir k8s.io/kubernetes "$v")
+  local d=$SRC/kube
+  rm -rf "$d"; mkdir -p "$d"
+  {
+    printf 'module gpushare.local/twin/kube\n\ngo 1.25.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$v"
+    sed -n '/^replace (/,/^)/p' "$kdir/go.mod" | awk -v sv="$sv" '$2 == "=>" {printf "\t%s => %s %s\n", $1, $1, sv}'
+    printf ')\n\ntool (\n'
+    for c in $cmds; do printf '\tk8s.io/kubernetes/cmd/%s\n' "$c"; done
+    printf ')\n'
+  } > "$d/go.mod"
+  local commit; commit=$(mod_commit k8s.io/kubernetes "$v")
+  local minor=${v#v1.}; minor=${minor%%.*}
+  local date; date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
+  local ldf="" pkg
+  # What hack/lib/version.sh sets, so the binaries report a real version (Kueue and
+  # clients read /version).
+  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+    ldf+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
+    ldf+=" -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
+  done
+  (cd "$d" && go mod tidy)
+  local c
+  for c in $cmds; do
+    (cd "$d" && measure "$c $v" go build -ldflags "-s -w $ldf" -o "$BIN/$c" "k8s.io/kubernetes/cmd/$c")
+  done
+  mark_current kube "$v"
+}
+
+build_kwok() {
+  local v=$TWIN_KWOK_VERSION
+  if is_current kwok "$v" kwok; then say "kwok $v: reused"; else
+    # No replace directives in sigs.k8s.io/kwok: `go install` builds it from its own go.mod.
+    GOBIN=$BIN measure "kwok $v" go install \
+      -ldflags "-s -w -X sigs.k8s.io/kwok/pkg/consts.Version=${v#v}" "sigs.k8s.io/kwok/cmd/kwok@$v"
+    mark_current kwok "$v"
+  fi
+  local kdir; kdir=$(mod_dir sigs.k8s.io/kwok "$v")
+  rm -rf "$SHARE/kwok"; mkdir -p "$SHARE/kwok"
+  cp -r "$kdir/kustomize/crd/bases" "$SHARE/kwok/crds"
+  cp -r "$kdir/kustomize/stage" "$SHARE/kwok/stage"
+  chmod -R u+w "$SHARE/kwok"
+}
+
+build_kueue() {
+  local v=$TWIN_KUEUE_VERSION
+  if is_current kueue "$v" kueue; then say "kueue $v: reused"; else
+    local commit; commit=$(mod_commit sigs.k8s.io/kueue "$v")
+    GOBIN=$BIN measure "kueue $v" go install -ldflags "-s -w \
+      -X sigs.k8s.io/kueue/pkg/version.GitVersion=$v -X sigs.k8s.io/kueue/pkg/version.GitCommit=$commit" \
+      "sigs.k8s.io/kueue/cmd/kueue@$v"
+    mark_current kueue "$v"
+  fi
+  # CRDs and webhook manifests come from the same module source as the binary.
+  local kdir; kdir=$(mod_dir sigs.k8s.io/kueue "$v")
+  rm -rf "$SHARE/kueue"; mkdir -p "$SHARE/kueue"
+  cp -r "$kdir/config/components/crd/bases" "$SHARE/kueue/crds"
+  cp "$kdir/config/components/webhook/manifests.yaml" "$SHARE/kueue/webhooks.yaml"
+  cp -r "$kdir/config/components/rbac" "$SHARE/kueue/rbac"
+  chmod -R u+w "$SHARE/kueue"
+}
+
+components=("$@")
+[ ${#components[@]} -gt 0 ] || components=(etcd kube kwok kueue)
+say "start $(date -u +%FT%TZ) $gover, components: ${components[*]}"
+for c in "${components[@]}"; do
+  case "$c" in
+    etcd|kube|kwok|kueue) "build_$c" ;;
+    *) echo "build.sh: unknown component $c" >&2; exit 2 ;;
+  esac
+done
+say "done; binaries in $BIN"
