@@ -34,6 +34,11 @@ _SRC_SMI = "[OBSERVED: memory.total in third-party nvidia-smi output, not in the
 _SRC_LGIPP_A100 = "placements §1.2 (MIG User Guide -lgipp for A100) [CONFIRMED]"
 _SRC_LGIPP_H100 = "placements §1.2 (-lgipp identical on H100 80GB/NVL, Colfax Research) [OBSERVED]"
 _SRC_LGIPP_INF = "placements §1.2 [INFERRED: same fractions and max counts; no -lgipp seen]"
+# Read on a real H200 SXM (0x2335), driver 580.159.04, MIG disabled: nvidia-smi mig -lgip/-lgipp
+# and NVML agree (tests/fixtures/nvidia/h200/, docs/gpu-facts.md). Contradicts nothing in §1.10;
+# settles its INFERRED placements and UNCONFIRMED usable memory for the SXM card.
+_SRC_H200_MEASURED = "NVML memorySizeMB on a real H200 SXM, driver 580.159.04 (docs/gpu-facts.md)"
+_SRC_LGIPP_H200 = "placements §1.2, confirmed by -lgipp on a real H200 SXM (docs/gpu-facts.md)"
 
 
 def _gib(value: float) -> int:
@@ -47,23 +52,28 @@ def _gib(value: float) -> int:
 
 # --- the estimate rule -------------------------------------------------------------------
 
-# H100-80GB is the one 7-way card with GFD labels in NVIDIA's docs (§1.6): usable MiB per
-# placement size (memory slices) and the whole card's MiB.
-_BASIS_CARD_MIB = 81559
-_BASIS_BY_SIZE = {1: 9984, 2: 20096, 4: 40320, 8: _gib(79.25)}
+# Two 7-way cards have measured usable memory per placement size (memory slices): H100-80GB
+# (GFD labels in NVIDIA's docs, §1.6) and H200 (NVML memorySizeMB read on a real H200 SXM,
+# driver 580.159.04, docs/gpu-facts.md). The fraction of the card's memory differs between
+# them (H200's small slices hold relatively less), so an estimate takes the smaller of the
+# two: over-promising memory would put a model on a slice that cannot hold it.
+_BASIS = (
+    (81559, {1: 9984, 2: 20096, 4: 40320, 8: _gib(79.25)}),     # H100-80GB, §1.6
+    (143771, {1: 16384, 2: 33280, 4: 71424, 8: 143360}),        # H200, measured
+)
 
 ESTIMATED = (
-    "estimated: usable MiB = card memory_mib x (usable/card fraction observed on "
-    "H100-80GB for the same placement size: GFD labels 9984, 20096, 40320 MiB and -lgip "
-    "79.25 GiB for sizes 1, 2, 4, 8, over 81559 MiB, §1.6), rounded down to 64 MiB. "
-    "Used where the reference has no usable-memory figure (A100-80GB, H100-96GB 7g, "
-    "GH200-144GB, H200, B200, B300, GB200, GB300); replace with -lgip / GFD "
-    "nvidia.com/mig-<profile>.memory values from the real card when they are known."
+    "estimated: usable MiB = card memory_mib x the smaller usable/card fraction for the same "
+    "placement size observed on H100-80GB (GFD labels 9984, 20096, 40320 MiB, -lgip 79.25 GiB "
+    "over 81559 MiB, §1.6) and measured on H200 (16384, 33280, 71424, 143360 over 143771 MiB, "
+    "docs/gpu-facts.md), rounded down to 64 MiB. Used where no usable-memory figure is known "
+    "(A100-80GB, H100-96GB 7g, GH200-144GB, B200, B300, GB200, GB300); replace with -lgip / "
+    "GFD nvidia.com/mig-<profile>.memory values from the real card when they are known."
 )
 
 
 def _estimate(card_mib: int, size: int) -> int:
-    return card_mib * _BASIS_BY_SIZE[size] // _BASIS_CARD_MIB // 64 * 64
+    return min(card_mib * by_size[size] // basis_card for basis_card, by_size in _BASIS) // 64 * 64
 
 
 # --- data types --------------------------------------------------------------------------
@@ -273,7 +283,9 @@ _MODELS = (
            (0x2335, 0x233B), 143771, "Hopper",
            "§1.10 (MIG User Guide; H200 SXM 0x2335, H200 NVL 0x233b); %s; memory_mib 143771 %s"
            % (_SRC_PCI, _SRC_SMI),
-           _seven_way((18, 35, 71, 141), 143771, "§1.10 (MIG User Guide)", _SRC_LGIPP_INF), grid=8),
+           _seven_way((18, 35, 71, 141), 143771, "§1.10 (MIG User Guide)", _SRC_LGIPP_H200, {
+               1: (16384, _SRC_H200_MEASURED), 2: (33280, _SRC_H200_MEASURED),
+               4: (71424, _SRC_H200_MEASURED), 8: (143360, _SRC_H200_MEASURED)}), grid=8),
     _model("b200", "NVIDIA B200",
            ("b200", "b200-180gb", "b200 180gb", "nvidia b200", "hgx b200", "dgx b200"),
            (0x2901,), 183359, "Blackwell",

@@ -12,7 +12,7 @@ because a silently ignored typo in a quota is worse than an error.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils.errors import Problems
@@ -115,7 +115,6 @@ class Inventory:
     nodes: tuple[Node, ...]
     workloads: tuple[Workload, ...]
     policy: Policy
-    team_names: tuple[str, ...] = field(default=())
 
     def team(self, name: str) -> Team:
         return next(t for t in self.teams if t.name == name)
@@ -297,7 +296,7 @@ def _read_window(problems: Problems, path: str, value, gpu_mode: str) -> Sharing
         problems.add(r.at("mode"), "is the GPU's own mode, so the window changes nothing", mode,
                      "a mode other than %r" % gpu_mode)
     replicas = r.integer("replicas", None, minimum=2, maximum=64)
-    if mode in ("timeslice", "mps") and replicas is None:
+    if mode in ("timeslice", "mps") and "replicas" not in r.data:
         problems.add(r.at("replicas"), "is required when the window's mode is %s" % mode)
     if None in (start, end, mode):
         return None
@@ -315,9 +314,9 @@ def _read_gpu(problems: Problems, path: str, value, node_model: str | None, gpu_
     model = _model(problems, r.at("model"), r.raw("model")) if "model" in r.data else node_model
     mode = r.choice("mode", GPU_MODES, "auto")
     replicas = r.integer("replicas", None, minimum=2, maximum=64)
-    if mode in ("timeslice", "mps") and replicas is None:
+    if mode in ("timeslice", "mps") and "replicas" not in r.data:
         problems.add(r.at("replicas"), "is required for mode %s (how many pods share the card)" % mode)
-    if mode not in ("timeslice", "mps") and replicas is not None:
+    if mode not in ("timeslice", "mps") and "replicas" in r.data:
         problems.add(r.at("replicas"), "only applies to mode timeslice or mps", replicas)
     layout = None
     if "mig_layout" in r.data:
@@ -465,8 +464,7 @@ def load_inventory(variables: dict) -> Inventory:
     policy = _read_policy(problems, variables.get("gpushare_policy"))
     _cross_check(problems, teams, nodes, workloads)
     problems.raise_if_any()
-    return Inventory(teams=tuple(teams), nodes=tuple(nodes), workloads=tuple(workloads), policy=policy,
-                     team_names=tuple(t.name for t in teams))
+    return Inventory(teams=tuple(teams), nodes=tuple(nodes), workloads=tuple(workloads), policy=policy)
 
 
 def _cross_check(problems: Problems, teams: list[Team], nodes: list[Node], workloads: list[Workload]) -> None:

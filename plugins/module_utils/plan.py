@@ -34,6 +34,7 @@ def build_plan(variables: dict) -> dict:
     inventory = load_inventory(variables)
     problems = Problems()
     state = _plan_state(inventory, problems, suffix="")
+    problems.raise_if_any()
     windows = [_plan_window(inventory, name, problems) for name in _window_names(inventory)]
     problems.raise_if_any()
     return {

@@ -1,0 +1,93 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Plan to what a person reads: the split table printed by plan.yml and report.md."""
+
+from __future__ import annotations
+
+MODE_WORDS = {"whole": "whole", "mig": "MIG", "timeslice": "time-sliced", "mps": "MPS"}
+
+
+def gpu_line(gpu: dict) -> str:
+    mode = gpu["mode"]
+    if mode == "mig":
+        parts = []
+        for s in gpu["mig"]["slices"]:
+            who = s["workload"] or ("spare (%s)" % s["team"] if s["team"] else "spare (cohort)")
+            parts.append("%s@%d %s" % (s["profile"], s["start"], who))
+        return "MIG: " + ", ".join(parts) if parts else "MIG: unpartitioned"
+    if mode in ("timeslice", "mps"):
+        how = " as one %s instance" % next(iter(gpu["mig"]["profiles"])) if gpu.get("mig") else ""
+        return "%s x%d%s -> %s" % (MODE_WORDS[mode], gpu["replicas"], how, gpu["resource"])
+    return "whole -> %s" % gpu["resource"]
+
+
+def split_table(plan: dict) -> list[str]:
+    """Short fixed-width lines: one per GPU, then one per team."""
+    lines = ["%-10s %-4s %-13s %s" % ("server", "gpu", "team", "sharing")]
+    for node in plan["nodes"]:
+        for gpu in node["gpus"]:
+            lines.append("%-10s %-4d %-13s %s" % (node["name"], gpu["index"], gpu["team"] or "(cohort)", gpu_line(gpu)))
+    for window in plan["windows"]:
+        for g in window["gpus"]:
+            lines.append("%-10s %-4d %-13s %s %s-%s: %s" % (g["node"], g["index"], g["team"] or "(cohort)",
+                                                           "window", window["from"], window["until"],
+                                                           MODE_WORDS[g["mode"]]))
+    lines.append("")
+    lines.append("%-13s %-9s %s" % ("team", "priority", "nominal quota (ClusterQueue = team name)"))
+    for team in plan["teams"]:
+        quota = ", ".join("%d %s" % (n, key.split(" ", 1)[1]) for key, n in team["owns"].items()) or "none (borrows)"
+        role = "  [production: reclaims at once]" if team["production"] else ""
+        lines.append("%-13s %-9d %s%s" % (team["name"], team["priority"], quota, role))
+    return lines
+
+
+def report_markdown(plan: dict) -> str:
+    out = ["# GPU sharing plan: %s" % plan["cluster"]["name"], ""]
+    out += ["Kubernetes: %s. Kueue cohort: `%s`. Leftover MIG capacity: %s. CPU/memory quota: %s." % (
+        plan["cluster"]["kubernetes_distribution"], plan["cluster"]["cohort"], plan["cluster"]["mig_leftover"],
+        plan["cluster"]["cpu_memory_quota"]), ""]
+    out += ["## Servers and GPUs", "", "| server | GPU | model | team | sharing |", "|---|---|---|---|---|"]
+    for node in plan["nodes"]:
+        for gpu in node["gpus"]:
+            out.append("| %s | %d | %s | %s | %s |" % (node["name"], gpu["index"], node["model"],
+                                                       gpu["team"] or "cohort pool", gpu_line(gpu)))
+    out += ["", "## What each server advertises", "", "| server | labels | resources |", "|---|---|---|"]
+    for node in plan["nodes"]:
+        labels = "<br>".join("`%s=%s`" % kv for kv in node["labels"].items())
+        resources = "<br>".join("`%s: %d`" % kv for kv in node["advertised"].items()) or "DRA devices"
+        out.append("| %s | %s | %s |" % (node["name"], labels, resources))
+    out += ["", "## Teams and quotas", "", "| team | namespaces | priority | nominal quota | lends | borrows |",
+            "|---|---|---|---|---|---|"]
+    for team in plan["teams"]:
+        quota = "<br>".join("%d `%s` (%s)" % (n, key.split(" ", 1)[1], key.split(" ", 1)[0])
+                            for key, n in team["owns"].items()) or "none"
+        out.append("| %s%s | %s | %d | %s | %s | %s |" % (
+            team["name"], " (production)" if team["production"] else "", ", ".join(team["namespaces"]),
+            team["priority"], quota, _limit(team["lend"], team["lending_limit"]),
+            _limit(team["borrow"], team["borrowing_limit"])))
+    out += ["", "## Workloads", "", "| workload | team | kind | sharing | replicas | placement |", "|---|---|---|---|---|---|"]
+    for w in plan["workloads"]:
+        if w["sharing"] == "mig":
+            where = ", ".join("%s GPU %d %s" % (s["node"], s["gpu"], s["profile"]) for s in w["slices"])
+        elif w["sharing"] == "dra":
+            where = "ResourceClaimTemplate `%s`" % w["claim_template"]
+        else:
+            where = "queued in `%s`" % w["queue"]
+        out.append("| %s | %s | %s | %s | %d x %d GPU | %s |" % (w["name"], w["team"], w["kind"], w["sharing"],
+                                                                w["replicas"], w["gpus_per_replica"], where))
+    if plan["windows"]:
+        out += ["", "## Sharing windows", ""]
+        for window in plan["windows"]:
+            gpus = ", ".join("%s GPU %d %s" % (g["node"], g["index"], MODE_WORDS[g["mode"]]) for g in window["gpus"])
+            out.append("- **%s** (%s to %s): %s. Node labels and ClusterQueues switch to the window's "
+                       "(manifests/windows/%s.yaml)." % (window["name"], window["from"], window["until"], gpus,
+                                                         window["name"]))
+    if plan["warnings"]:
+        out += ["", "## Warnings", ""] + ["- %s" % w for w in plan["warnings"]]
+    return "\n".join(out) + "\n"
+
+
+def _limit(allowed: bool, limit) -> str:
+    if not allowed:
+        return "no"
+    return "yes" if limit is None else "up to %d" % limit

@@ -1,0 +1,82 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Plan to split.svg: each server, each GPU as a bar on its MIG grid, coloured by team."""
+
+from __future__ import annotations
+
+from html import escape
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import CATALOG
+
+PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948", "#ff9da7", "#9c755f"]
+POOL_COLOUR = "#bab0ac"
+BAR_X, BAR_W, ROW_H, GAP = 150, 620, 34, 8
+
+
+def _colours(plan: dict) -> dict:
+    return {t["name"]: PALETTE[i % len(PALETTE)] for i, t in enumerate(plan["teams"])}
+
+
+def _rect(x, y, w, h, fill, label, title, pattern=False) -> str:
+    stripes = ' style="fill:url(#stripes)"' if pattern else ""
+    parts = ['<g><title>%s</title>' % escape(title),
+             '<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" rx="3" fill="%s" stroke="#333" stroke-width="1"/>'
+             % (x, y, w, h, fill)]
+    if pattern:
+        parts.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" rx="3"%s/>' % (x, y, w, h, stripes))
+    if w > 28:
+        parts.append('<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle" fill="#fff">%s</text>'
+                     % (x + w / 2, y + h / 2 + 4, escape(label)))
+    parts.append("</g>")
+    return "".join(parts)
+
+
+def render_svg(plan: dict) -> str:
+    colours = _colours(plan)
+    body = []
+    y = 40
+    for node in plan["nodes"]:
+        model = CATALOG[node["model"]]
+        height = len(node["gpus"]) * (ROW_H + GAP) + 30
+        body.append('<rect x="10" y="%d" width="%d" height="%d" rx="6" fill="#f7f7f7" stroke="#999"/>'
+                    % (y, BAR_X + BAR_W + 20, height))
+        body.append('<text x="20" y="%d" font-size="13" font-weight="bold">%s - %d x %s</text>'
+                    % (y + 18, escape(node["name"]), node["gpu_count"], escape(model.product_name)))
+        row = y + 28
+        for gpu in node["gpus"]:
+            body.append('<text x="20" y="%d" font-size="12">GPU %d (%s)</text>' % (row + 21, gpu["index"], gpu["mode"]))
+            colour = colours.get(gpu["team"], POOL_COLOUR)
+            if gpu["mode"] == "mig":
+                grid = model.mig_grid
+                for s in gpu["mig"]["slices"]:
+                    x = BAR_X + BAR_W * s["start"] / grid
+                    w = BAR_W * s["size"] / grid
+                    who = s["workload"] or "spare"
+                    body.append(_rect(x, row, w, ROW_H, colours.get(s["team"], POOL_COLOUR),
+                                      "%s %s" % (s["profile"], who),
+                                      "%s at %d: %s (%s), %d MiB" % (s["profile"], s["start"], who,
+                                                                     s["team"] or "cohort", s["memory_mib"])))
+                if not gpu["mig"]["slices"]:
+                    body.append(_rect(BAR_X, row, BAR_W, ROW_H, "#ddd", "MIG, unpartitioned", "no MIG instances"))
+            elif gpu["mode"] in ("timeslice", "mps"):
+                label = "%s x%d  %s" % (gpu["mode"], gpu["replicas"], gpu["team"])
+                body.append(_rect(BAR_X, row, BAR_W, ROW_H, colour, label,
+                                  "%s replicas of %s" % (gpu["replicas"], gpu["resource"]), pattern=True))
+            else:
+                body.append(_rect(BAR_X, row, BAR_W, ROW_H, colour, "whole  %s" % (gpu["team"] or "cohort pool"),
+                                  "whole GPU -> %s" % gpu["resource"]))
+            row += ROW_H + GAP
+        y += height + 14
+    legend = []
+    x = 20
+    for name, colour in list(colours.items()) + [("cohort pool", POOL_COLOUR)]:
+        legend.append('<rect x="%d" y="12" width="14" height="14" fill="%s"/><text x="%d" y="24" font-size="12">%s</text>'
+                      % (x, colour, x + 18, escape(name)))
+        x += 30 + 8 * len(name)
+    width = BAR_X + BAR_W + 40
+    return "\n".join([
+        '<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif">' % (width, y + 10),
+        '<defs><pattern id="stripes" width="8" height="8" patternUnits="userSpaceOnUse" patternTransform="rotate(45)">'
+        '<rect width="4" height="8" fill="#ffffff" fill-opacity="0.25"/></pattern></defs>',
+        '<title>GPU split: %s</title>' % escape(plan["cluster"]["name"]),
+    ] + legend + body + ["</svg>", ""])

@@ -1,0 +1,28 @@
+"""Reading the example inventories the way Ansible lays them out, for the unit tests."""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "inventory-examples"
+EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
+
+
+def load_example(name: str) -> dict:
+    """group_vars/all/*.yml merged, plus gpushare_nodes from host_vars of gpushare_gpu_nodes."""
+    base = EXAMPLES / name
+    variables: dict = {}
+    for f in sorted((base / "group_vars" / "all").glob("*.yml")):
+        variables.update(yaml.safe_load(f.read_text()) or {})
+    hosts = yaml.safe_load((base / "hosts.yml").read_text())["all"]["children"]["gpushare_gpu_nodes"]["hosts"]
+    variables["gpushare_nodes"] = {
+        host: yaml.safe_load((base / "host_vars" / ("%s.yml" % host)).read_text())["gpushare_node"] for host in hosts}
+    return variables
+
+
+def example_day() -> dict:
+    return copy.deepcopy(load_example("four-gpu-server"))
