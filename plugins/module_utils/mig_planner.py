@@ -285,11 +285,11 @@ def _realise(solution, routes, pools, chosen, assignment) -> None:
         # Fullest patterns on the first GPUs, so the GPUs left over stay whole.
         model = CATALOG[pool.model]
         patterns.sort(key=lambda pat: -sum(model.profile(n).size * c for n, c in pat.items()))
-        free[k] = []
+        # Slices the inventory fixed are filled first: they exist whatever the plan.
+        free[k] = [((gpu.node, gpu.index), dict(gpu.layout)) for gpu in pool.fixed]
         for gpu, pattern in zip(pool.declared + pool.auto, patterns):
             chosen[(gpu.node, gpu.index)] = dict(pattern)
             free[k].append(((gpu.node, gpu.index), dict(pattern)))
-        free[k] += [((gpu.node, gpu.index), dict(gpu.layout)) for gpu in pool.fixed]
     for members, k, q, count in routes:
         for gpu_key, slots in free[k]:
             while slots.get(q, 0) and count:

@@ -43,8 +43,24 @@ def device_plugin_documents(nodes_in_states: list[list[dict]]) -> dict[str, dict
     return dict(sorted(docs.items()))
 
 
+class _Dumper(yaml.SafeDumper):
+    """Multi-line strings (ConfigMap values) as literal blocks, readable in the manifests."""
+
+
+def _literal(dumper, value):
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _literal)
+
+
 def _dump(document) -> str:
-    return yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
+    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+
+
+def _dump_all(documents) -> str:
+    return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
 
 
 def gpu_operator_objects(plan: dict, namespace: str = GPU_OPERATOR_NAMESPACE) -> list[dict]:
@@ -102,9 +118,9 @@ def manifest_files(plan: dict, gpu_operator_namespace: str = GPU_OPERATOR_NAMESP
     for i, (stage, objects) in enumerate(render(plan, gpu_operator_namespace).items()):
         if objects:
             files.append({"path": "%02d-%s.yaml" % (i * 10, stage.replace("_", "-")),
-                          "content": yaml.safe_dump_all(objects, sort_keys=False)})
+                          "content": _dump_all(objects)})
     files.append({"path": "kueue-configuration.yaml", "content": _dump(plan["kueue"]["configuration"])})
     for window in plan["windows"]:
         objects = node_label_objects(window["nodes"]) + window["kueue"]["objects"]
-        files.append({"path": "windows/%s.yaml" % window["name"], "content": yaml.safe_dump_all(objects, sort_keys=False)})
+        files.append({"path": "windows/%s.yaml" % window["name"], "content": _dump_all(objects)})
     return files

@@ -1,0 +1,86 @@
+"""playbooks/plan.yml through ansible-playbook, as a person runs it: files written, a second
+run changes nothing, check mode writes nothing, a bad inventory fails naming the path."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from inventories import EXAMPLE_NAMES, EXAMPLES, ROOT
+
+ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook", path=os.path.dirname(sys.executable))
+
+
+def run_plan(inventory: Path, plan_dir: Path, *extra: str) -> tuple[int, dict, str]:
+    assert ANSIBLE_PLAYBOOK, "ansible-playbook must be installed next to %s (make test installs it)" % sys.executable
+    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
+               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_STDOUT_CALLBACK="json",
+               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_PYTHON_INTERPRETER=sys.executable)
+    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(inventory), str(ROOT / "playbooks" / "plan.yml"),
+                           "-e", "gpushare_plan_dir=%s" % plan_dir, *extra],
+                          capture_output=True, text=True, env=env, check=False)
+    try:
+        result = json.loads(proc.stdout)
+    except ValueError:
+        pytest.fail("ansible-playbook printed no JSON:\n%s\n%s" % (proc.stdout, proc.stderr))
+    return proc.returncode, result, proc.stderr
+
+
+def changed(result) -> int:
+    return result["stats"]["localhost"]["changed"]
+
+
+@pytest.mark.parametrize("example", EXAMPLE_NAMES)
+def test_plan_playbook_writes_the_plan_and_is_idempotent(example, tmp_path):
+    plan_dir = tmp_path / "plan"
+    rc, result, err = run_plan(EXAMPLES / example, plan_dir)
+    assert rc == 0, err
+    assert changed(result) > 0
+    for name in ("plan.json", "report.md", "split.svg", "manifests/40-kueue.yaml", "manifests/10-gpu-operator.yaml"):
+        assert (plan_dir / name).is_file(), name
+    plan = json.loads((plan_dir / "plan.json").read_text())
+    assert plan["format"] == "gpushare.cluster/plan-v1"
+    assert list(yaml.safe_load_all((plan_dir / "manifests" / "40-kueue.yaml").read_text()))
+    rc, again, err = run_plan(EXAMPLES / example, plan_dir)
+    assert rc == 0, err
+    assert changed(again) == 0
+
+
+def test_check_mode_writes_nothing(tmp_path):
+    plan_dir = tmp_path / "plan"
+    rc, result, err = run_plan(EXAMPLES / "four-gpu-server", plan_dir, "--check")
+    assert rc == 0, err
+    assert not plan_dir.exists()
+
+
+def test_the_summary_is_printed():
+    rc, result, err = run_plan(EXAMPLES / "four-gpu-server", ROOT / "build" / "test-plan-summary", "--check")
+    task = next(t for t in result["plays"][0]["tasks"] if t["task"]["name"] == "Show the split and the team quotas")
+    lines = task["hosts"]["localhost"]["msg"]
+    assert any("time-sliced x5" in line for line in lines)
+    assert any(line.startswith("production") and "reclaims at once" in line for line in lines)
+
+
+def test_a_bad_inventory_fails_naming_the_path_and_writes_nothing(tmp_path):
+    inventory = tmp_path / "inventory"
+    shutil.copytree(EXAMPLES / "four-gpu-server", inventory)
+    teams = inventory / "group_vars" / "all" / "teams.yml"
+    teams.write_text(teams.read_text().replace("borrow: false", 'borrow: "no"', 1))
+    host = inventory / "host_vars" / "gpu01.yml"
+    host.write_text(host.read_text().replace("gpu_model: h200", "gpu_model: h2OO"))
+    plan_dir = tmp_path / "plan"
+    rc, result, err = run_plan(inventory, plan_dir)
+    assert rc != 0
+    task = result["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    assert task["failed"]
+    paths = {p["path"] for p in task["problems"]}
+    assert paths == {"gpushare_teams[0].borrow", "hostvars[gpu01].gpushare_node.gpu_model"}
+    assert "nothing was rendered or applied" in task["msg"] and "Traceback" not in task["msg"]
+    assert not plan_dir.exists()
