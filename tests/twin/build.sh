@@ -165,10 +165,21 @@ build_kueue() {
 components=("$@")
 [ ${#components[@]} -gt 0 ] || components=(etcd kube kwok kueue)
 say "start $(date -u +%FT%TZ) $gover, components: ${components[*]}"
+failed=()
 for c in "${components[@]}"; do
   case "$c" in
-    etcd|kube|kwok|kueue) "build_$c" ;;
+    etcd|kube|kwok|kueue) ;;
     *) echo "build.sh: unknown component $c" >&2; exit 2 ;;
   esac
+  # One component failing does not stop the others; the script still fails at the end.
+  set +e
+  ( set -e; "build_$c" )
+  rc=$?
+  set -e
+  [ "$rc" -eq 0 ] || { say "FAILED: $c (exit $rc; see the go output above)"; failed+=("$c"); }
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  say "failed components: ${failed[*]}"
+  exit 1
+fi
 say "done; binaries in $BIN"

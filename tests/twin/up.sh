@@ -34,7 +34,6 @@ for f in "$SHARE/kueue/crds" "$SHARE/kueue/webhooks.yaml" "$SHARE/kwok/stage"; d
   [ -e "$f" ] || die "$f missing: run tests/twin/build.sh first"
 done
 command -v openssl >/dev/null || die "openssl is needed (apt-get install openssl)"
-command -v curl >/dev/null || die "curl is needed (apt-get install curl)"
 "$PY" -c 'import yaml' 2>/dev/null || die "$PY lacks PyYAML (use the repo venv or set TWIN_PYTHON)"
 
 if [ -d "$PIDS" ]; then
@@ -178,9 +177,9 @@ start() {  # NAME BINARY ARGS...
   "$@" > "$LOGS/$name.log" 2>&1 < /dev/null &
   echo $! > "$PIDS/$name.pid"
 }
-# wait_for NAME SECONDS CMD...: until CMD succeeds; fails early if NAME's process died.
+# wait_for NAME WHAT SECONDS CMD...: until CMD succeeds; fails early if NAME's process died.
 wait_for() {
-  local name=$1 secs=$2; shift 2
+  local name=$1 what=$2 secs=$3; shift 3
   local pid; pid=$(cat "$PIDS/$name.pid")
   local deadline=$(( $(date +%s) + secs ))
   until "$@" >/dev/null 2>&1; do
@@ -194,9 +193,10 @@ wait_for() {
     fi
     sleep 0.5
   done
-  log "$name ready"
+  log "$name: $what"
 }
-admin_curl() { curl -sSf --max-time 5 --cacert "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$@"; }
+probe() { "$PY" "$HERE/probe.py" "$@"; }
+admin_probe() { probe --ca "$PKI/ca.crt" --cert "$PKI/admin.crt" --key "$PKI/admin.key" "$@"; }
 kubectl() { "$BIN/kubectl" --kubeconfig "$STATE/admin.kubeconfig" "$@"; }
 
 # ---- etcd --------------------------------------------------------------------------
@@ -205,7 +205,7 @@ start etcd "$BIN/etcd" --name twin --data-dir "$STATE/etcd-data" \
   --listen-client-urls "http://127.0.0.1:$P_ETCD" --advertise-client-urls "http://127.0.0.1:$P_ETCD" \
   --listen-peer-urls "http://127.0.0.1:$P_ETCD_PEER" --initial-advertise-peer-urls "http://127.0.0.1:$P_ETCD_PEER" \
   --initial-cluster "twin=http://127.0.0.1:$P_ETCD_PEER" --unsafe-no-fsync --log-level warn
-wait_for etcd 60 curl -sSf --max-time 2 "http://127.0.0.1:$P_ETCD/health"
+wait_for etcd "/health ok" 60 probe "http://127.0.0.1:$P_ETCD/health"
 
 # ---- kube-apiserver ----------------------------------------------------------------
 # resource.k8s.io/v1 (DRA) is GA and served by default since 1.34; no --runtime-config.
@@ -218,7 +218,7 @@ start kube-apiserver "$BIN/kube-apiserver" \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
   --service-cluster-ip-range 10.96.0.0/16 --allow-privileged=true --profiling=false
-wait_for kube-apiserver 120 admin_curl "$API/readyz"
+wait_for kube-apiserver "/readyz ok" 120 admin_probe "$API/readyz"
 
 # ---- controller-manager and scheduler ----------------------------------------------
 start kube-controller-manager "$BIN/kube-controller-manager" \
@@ -236,8 +236,8 @@ start kube-scheduler "$BIN/kube-scheduler" \
   --authorization-kubeconfig "$CONF/scheduler.kubeconfig" \
   --bind-address 127.0.0.1 --secure-port "$P_SCHED" --leader-elect=false --profiling=false
 # Their serving certificates are self-signed in memory; only /healthz is read, on loopback.
-wait_for kube-controller-manager 60 curl -sSfk --max-time 2 "https://127.0.0.1:$P_KCM/healthz"
-wait_for kube-scheduler 60 curl -sSfk --max-time 2 "https://127.0.0.1:$P_SCHED/healthz"
+wait_for kube-controller-manager "/healthz ok" 60 probe --insecure "https://127.0.0.1:$P_KCM/healthz"
+wait_for kube-scheduler "/healthz ok" 60 probe --insecure "https://127.0.0.1:$P_SCHED/healthz"
 
 # ---- KWOK ---------------------------------------------------------------------------
 # Node stages as kwokctl installs them by default (nodes initialise at once and keep a
@@ -256,7 +256,7 @@ start kwok "$BIN/kwok" --kubeconfig "$CONF/kwok.kubeconfig" --config "$CONF/kwok
   --manage-all-nodes=false --manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake \
   --server-address "127.0.0.1:$P_KWOK" --node-ip 127.0.0.1 --node-port "$P_KWOK" \
   --node-lease-duration-seconds 40
-wait_for kwok 60 curl -sSf --max-time 2 "http://127.0.0.1:$P_KWOK/healthz"
+wait_for kwok "/healthz ok" 60 probe "http://127.0.0.1:$P_KWOK/healthz"
 
 # ---- Kueue ---------------------------------------------------------------------------
 log "Kueue CRDs and RBAC"
@@ -301,10 +301,9 @@ EOF
 # visibility (kubectl kueue list pending-workloads) for now.
 KUBECONFIG=$CONF/kueue.kubeconfig start kueue "$BIN/kueue" --config "$CONF/kueue-config.yaml" \
   --feature-gates=VisibilityOnDemand=false --zap-log-level=2
-wait_for kueue 120 curl -sSf --max-time 2 "http://127.0.0.1:$P_KUEUE_HEALTH/readyz"
+wait_for kueue "/readyz ok" 120 probe "http://127.0.0.1:$P_KUEUE_HEALTH/readyz"
 # The webhook server answers over TLS with the twin's CA (any HTTP status will do here).
-wait_for kueue 60 curl -sS --max-time 2 --cacert "$PKI/ca.crt" -o /dev/null \
-  -X POST -H 'Content-Type: application/json' -d '{}' \
+wait_for kueue "webhook server answers TLS with the twin CA" 60 probe --ca "$PKI/ca.crt" --post --any-status \
   "https://127.0.0.1:$P_KUEUE_WEBHOOK/validate-kueue-x-k8s-io-v1beta2-resourceflavor"
 
 "$PY" "$HERE/render.py" webhooks "$SHARE/kueue/webhooks.yaml" "$PKI/ca.crt" \
@@ -319,7 +318,21 @@ kind: ResourceFlavor
 metadata: {name: twin-webhook-probe}
 EOF
 }
-wait_for kueue 60 probe_webhook
+wait_for kueue "webhooks answer the apiserver (dry-run ResourceFlavor)" 60 probe_webhook
+# Kueue's /readyz does not cover its informers: with missing RBAC its caches never sync
+# and it exits minutes later. Its ResourceFlavor controller adds a finalizer to every
+# flavor, so a flavor that gets it proves the controllers run.
+probe_flavor() {
+  [ "$(kubectl get resourceflavor twin-readiness-probe -o jsonpath='{.metadata.finalizers}')" = \
+    '["kueue.x-k8s.io/resource-in-use"]' ]
+}
+kubectl create -f - >> "$LOGS/kubectl.log" <<'EOF'
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ResourceFlavor
+metadata: {name: twin-readiness-probe}
+EOF
+wait_for kueue "controllers reconcile (ResourceFlavor finalizer)" 60 probe_flavor
+kubectl delete resourceflavor twin-readiness-probe --wait=true --timeout 60s >> "$LOGS/kubectl.log"
 log "Kubernetes $TWIN_KUBE_VERSION, Kueue $TWIN_KUEUE_VERSION, KWOK $TWIN_KWOK_VERSION up at $API"
 log "export KUBECONFIG=$STATE/admin.kubeconfig"
 started_ok=true
