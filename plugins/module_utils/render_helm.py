@@ -1,0 +1,268 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Plan to the Helm values of the GPU stack: GPU Operator, DRA driver, Kueue, kube-prometheus-stack.
+
+Pure functions of the Plan (and, for the GPU Operator, of the container runtime paths the
+Kubernetes roles recorded). The roles pass the result to ``kubernetes.core.helm``; nothing
+here talks to a cluster. Facts and their sources: ``../shared/reference/nvidia_specifics.md``
+(section numbers in the comments) and the Kueue v0.19.2 chart (``charts/kueue``).
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+
+import yaml
+
+# The ConfigMaps render_manifests writes (the gpu_operator role applies them before the chart).
+MIG_CONFIGMAP = "gpushare-mig-config"
+DEVICE_PLUGIN_CONFIGMAP = "gpushare-device-plugin-config"
+DEVICE_PLUGIN_DEFAULT_KEY = "default"
+DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
+MANAGED_LABEL = {"app.kubernetes.io/managed-by": "gpushare.cluster"}
+
+# nvidia_specifics §4.3 (cloud-native-docs getting-started.rst, "MicroK8s"); the microk8s
+# role records the same paths as facts (microk8s_runtime_paths).
+MICROK8S_RUNTIME_PATHS = {
+    "containerd_config": "/var/snap/microk8s/current/args/containerd-template.toml",
+    "containerd_socket": "/var/snap/microk8s/common/run/containerd.sock",
+    "runtime_config_source": "file=/var/snap/microk8s/current/args/containerd.toml",
+    "kubelet_root_dir": "/var/snap/microk8s/common/var/lib/kubelet",
+}
+DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
+# §5.2: the DRA kubelet plugin's driver root with a host driver / an operator-managed driver.
+HOST_DRIVER_ROOT = "/"
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
+
+# Kueue v0.19.2 config/components/manager/controller_manager_config.yaml (what the release
+# manifests and the chart ship); the Plan's configuration is merged over it.
+KUEUE_BASE_CONFIGURATION = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+    "kind": "Configuration",
+    "health": {"healthProbeBindAddress": ":8081"},
+    "metrics": {"bindAddress": ":8443"},
+    "webhook": {"port": 9443},
+    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+    "controller": {"groupKindConcurrency": {
+        "Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
+        "Cohort.kueue.x-k8s.io": 1, "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1}},
+    "clientConnection": {"qps": 300, "burst": 500},
+    "integrations": {"frameworks": [
+        "batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice",
+        "jobset.x-k8s.io/jobset", "workload.codeflare.dev/appwrapper", "trainer.kubeflow.org/trainjob",
+        "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"]},
+}
+KUEUE_IMAGE = {"repository": "registry.k8s.io/kueue/kueue", "tag": "v0.19.2", "pullPolicy": "IfNotPresent"}
+
+# Node labels kube-state-metrics must export for the MIG alert (kube_node_labels).
+KSM_NODE_LABELS = ["nvidia.com/mig.config", "nvidia.com/mig.config.state", "gpushare.cluster/gpu-model"]
+GRAFANA_DASHBOARD_DIR = "/var/lib/grafana/dashboards/gpushare"
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """Dicts merged recursively; anything else in override (lists included) replaces base."""
+    merged = copy.deepcopy(base)
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def config_hash(data) -> str:
+    """Stable short hash of a ConfigMap's data (or any JSON value), for restart annotations."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _version_tuple(version: str) -> tuple:
+    parts = []
+    for part in str(version).lstrip("v").split("-")[0].split("."):
+        parts.append(int(part) if part.isdigit() else 0)
+    return tuple(parts)
+
+
+def _all_node_states(plan: dict) -> list[dict]:
+    """The nodes as planned now and in every sharing window."""
+    nodes = list(plan["nodes"])
+    for window in plan.get("windows", []):
+        nodes.extend(window["nodes"])
+    return nodes
+
+
+def has_mig(plan: dict) -> bool:
+    return any(gpu.get("mig") for node in _all_node_states(plan) for gpu in node["gpus"])
+
+
+def _node_has_mig(node: dict) -> bool:
+    return any(gpu.get("mig") for gpu in node["gpus"])
+
+
+def mig_strategy(plan: dict) -> str:
+    """ClusterPolicy mig.strategy, consistent with the device-plugin configs (§2.3).
+
+    The operator sets MIG_STRATEGY on the device plugin and an env beats the config file, so
+    the config of every node with MIG must say the same. Several profiles on one card need
+    mixed. Nodes without MIG may say none: on a node with no MIG device mixed and none
+    advertise the same (whole GPUs as nvidia.com/gpu).
+    """
+    strategy = "mixed" if has_mig(plan) else "none"
+    for node in _all_node_states(plan):
+        config = (node.get("device_plugin_config") or {}).get("config") or {}
+        node_strategy = (config.get("flags") or {}).get("migStrategy", "none")
+        if _node_has_mig(node) and node_strategy != strategy:
+            raise ValueError("node %s has MIG slices but its device-plugin config %s uses migStrategy %s, "
+                             "not %s" % (node["name"], node["device_plugin_config"]["name"], node_strategy, strategy))
+        if node_strategy not in (strategy, "none"):
+            raise ValueError("node %s: device-plugin migStrategy %s but the cluster uses %s"
+                             % (node["name"], node_strategy, strategy))
+    return strategy
+
+
+def dra_nodes(plan: dict) -> list[dict]:
+    names = set(plan.get("dra", {}).get("nodes", []))
+    return [n for n in plan["nodes"] if n["name"] in names or n.get("dra")]
+
+
+def operator_manages_driver(plan: dict) -> bool:
+    """driver.enabled: false only when every GPU node has a host driver (§4.2)."""
+    return not all(node["host_driver"] for node in plan["nodes"])
+
+
+def runtime_paths(plan: dict, distribution_facts: dict | None = None) -> dict:
+    """Container runtime paths for the toolkit: the facts the Kubernetes roles recorded,
+    else the distribution's known paths (MicroK8s), else {} (the operator's defaults)."""
+    facts = {k: v for k, v in (distribution_facts or {}).items() if v}
+    if plan["cluster"]["kubernetes_distribution"] == "microk8s":
+        return dict(MICROK8S_RUNTIME_PATHS, **facts)
+    return facts
+
+
+def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, chart_version: str = "v26.3.3",
+                        service_monitor: bool = True, nfd: bool = True) -> dict:
+    """Values for the nvidia/gpu-operator chart (§2.2, §2.3, §3.1, §4.2, §4.3, §5.6, §6)."""
+    values = {
+        "driver": {"enabled": operator_manages_driver(plan)},
+        "toolkit": {"enabled": True},
+        "mig": {"strategy": mig_strategy(plan)},
+        # The role applies the ConfigMap (every node's layout, windows included) before the
+        # chart; the node label nvidia.com/mig.config picks the layout per node.
+        "migManager": {"enabled": True, "config": {"name": MIG_CONFIGMAP, "create": False, "default": "all-disabled"}},
+        "devicePlugin": {"enabled": True, "config": {"name": DEVICE_PLUGIN_CONFIGMAP, "create": False,
+                                                     "default": DEVICE_PLUGIN_DEFAULT_KEY}},
+        "gfd": {"enabled": True},
+        "nfd": {"enabled": nfd},
+        "dcgmExporter": {"enabled": True, "serviceMonitor": {
+            # honorLabels keeps the exporter's pod/namespace/container labels instead of
+            # renaming them exported_* (gpu-operator #2938).
+            "enabled": service_monitor, "honorLabels": True, "interval": "15s", "additionalLabels": {}}},
+    }
+    paths = runtime_paths(plan, distribution_facts)
+    env = []
+    for name, key in (("CONTAINERD_CONFIG", "containerd_config"), ("CONTAINERD_SOCKET", "containerd_socket"),
+                      ("RUNTIME_CONFIG_SOURCE", "runtime_config_source")):
+        if paths.get(key):
+            env.append({"name": name, "value": str(paths[key])})
+    if env:
+        values["toolkit"]["env"] = env
+    kubelet_root = paths.get("kubelet_root_dir")
+    if kubelet_root and kubelet_root != DEFAULT_KUBELET_ROOT and _version_tuple(chart_version) >= (26, 7):
+        # hostPaths.kubeletRootDir exists from 26.7.0; before that MicroK8s' /var/lib/kubelet
+        # symlink (made by the snap when the path is free) serves the same purpose (§7.1).
+        values["hostPaths"] = {"kubeletRootDir": kubelet_root}
+    if dra_nodes(plan) and values["driver"]["enabled"]:
+        # §5.6: the driver manager also evicts the DRA kubelet plugin before a driver upgrade.
+        values["driver"]["manager"] = {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": DRA_NODE_LABEL}]}
+    return values
+
+
+def dra_driver_values(plan: dict, distribution_facts: dict | None = None, compute_domains: bool = False) -> dict:
+    """Values for the DRA driver chart dra-driver-nvidia-gpu 0.4.x (§5.2, §5.6)."""
+    nodes = dra_nodes(plan)
+    if not nodes:
+        raise ValueError("the Plan has no DRA nodes; the DRA driver is not installed")
+    roots = {HOST_DRIVER_ROOT if n["host_driver"] else OPERATOR_DRIVER_ROOT for n in nodes}
+    if len(roots) != 1:
+        raise ValueError("DRA nodes mix host and operator drivers (%s); one kubelet plugin DaemonSet "
+                         "has one nvidiaDriverRoot" % ", ".join(n["name"] for n in nodes))
+    values = {
+        "nvidiaDriverRoot": roots.pop(),
+        # The device plugin keeps serving the other nodes; the Plan opts DRA nodes out of it
+        # (nvidia.com/gpu.deploy.device-plugin=false), so this override is safe.
+        "gpuResourcesEnabledOverride": True,
+        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": compute_domains}},
+        "kubeletPlugin": {
+            "nodeSelector": {DRA_NODE_LABEL: "true"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+    }
+    kubelet_root = runtime_paths(plan, distribution_facts).get("kubelet_root_dir")
+    if kubelet_root and kubelet_root != DEFAULT_KUBELET_ROOT:
+        values["kubeletPlugin"]["kubeletRegistrarDirectoryPath"] = kubelet_root + "/plugins_registry"
+        values["kubeletPlugin"]["kubeletPluginsDirectoryPath"] = kubelet_root + "/plugins"
+    return values
+
+
+def kueue_manager_config(plan: dict, cluster_queue_metrics: bool = True) -> dict:
+    """The whole Kueue Configuration: v0.19.2's shipped config with the Plan's merged over it.
+
+    Lists (integrations.frameworks, deviceClassMappings) come from the Plan whole.
+    ClusterQueue resource metrics (kueue_cluster_queue_resource_usage, _nominal_quota) are
+    off unless metrics.enableClusterQueueResources; the team dashboard needs them.
+    """
+    config = deep_merge(KUEUE_BASE_CONFIGURATION, plan["kueue"]["configuration"])
+    if cluster_queue_metrics:
+        config["metrics"]["enableClusterQueueResources"] = True
+    return config
+
+
+def kueue_values(plan: dict, image: dict | None = None, enable_prometheus: bool = False,
+                 prometheus_namespace: str = "monitoring", cluster_queue_metrics: bool = True) -> dict:
+    """Values for the Kueue chart (charts/kueue at v0.19.2). The chart stamps a checksum of
+    its manager ConfigMap on the pod template, so a changed config rolls the controller."""
+    return {
+        "fullnameOverride": "kueue",
+        "enablePrometheus": enable_prometheus,
+        "metrics": {"prometheusNamespace": prometheus_namespace},
+        "controllerManager": {"manager": {"image": dict(KUEUE_IMAGE, **(image or {}))}},
+        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(
+            kueue_manager_config(plan, cluster_queue_metrics), sort_keys=False)},
+    }
+
+
+def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-grafana-admin",
+                           dcgm_dashboard: dict | None = None, ksm_node_labels: list | None = None) -> dict:
+    """Values for kube-prometheus-stack: every ServiceMonitor/PrometheusRule selected (the DCGM
+    exporter's and Kueue's come from other releases), node labels for the MIG alert, Grafana
+    with an existing admin Secret and the DCGM dashboard (grafana.com 12239 by gnetId, or a
+    mirror URL for air-gapped sites)."""
+    dashboard = {"gnetId": 12239, "revision": 2, "datasource": "Prometheus"}
+    dashboard.update(dcgm_dashboard or {})
+    if dashboard.get("url"):
+        dashboard.pop("gnetId", None)
+        dashboard.pop("revision", None)
+    labels = ksm_node_labels or KSM_NODE_LABELS
+    team_label = "gpushare.cluster/team"
+    return {
+        "prometheus": {"prometheusSpec": {
+            "serviceMonitorSelectorNilUsesHelmValues": False,
+            "podMonitorSelectorNilUsesHelmValues": False,
+            "ruleSelectorNilUsesHelmValues": False,
+            "serviceMonitorNamespaceSelector": {},
+            "ruleNamespaceSelector": {},
+        }},
+        "kube-state-metrics": {"metricLabelsAllowlist": [
+            "nodes=[%s]" % ",".join(labels), "namespaces=[%s]" % team_label]},
+        "grafana": {
+            "admin": {"existingSecret": grafana_admin_secret, "userKey": "admin-user", "passwordKey": "admin-password"},
+            "dashboardProviders": {"dashboardproviders.yaml": {"apiVersion": 1, "providers": [{
+                "name": "gpushare", "orgId": 1, "folder": "GPU", "type": "file", "disableDeletion": False,
+                "editable": False, "options": {"path": GRAFANA_DASHBOARD_DIR}}]}},
+            "dashboards": {"gpushare": {"nvidia-dcgm-exporter": dashboard}},
+            # Our own dashboard is a ConfigMap the role applies; the sidecar loads it.
+            "sidecar": {"dashboards": {"enabled": True, "label": "grafana_dashboard", "labelValue": "1",
+                                       "searchNamespace": "ALL"}},
+        },
+    }
