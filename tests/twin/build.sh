@@ -8,7 +8,7 @@
 # usage: tests/twin/build.sh [component ...]   components: etcd kube kwok kueue (default all)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
-# shellcheck source=versions.sh
+# shellcheck source-path=SCRIPTDIR source=versions.sh
 . "$HERE/versions.sh"
 
 CACHE=${GPUSHARE_TWIN_CACHE:-$HOME/.cache/gpushare-twin}
@@ -27,6 +27,9 @@ export CGO_ENABLED=0              # static binaries, no C compiler needed
 export GOFLAGS="-trimpath -p=2 -buildvcs=false"
 export GOPROXY=${GOPROXY:-https://proxy.golang.org,direct}
 
+# The go.dev tarball's usual place, for shells whose PATH lacks it (Debian 12's own golang
+# package is 1.19, too old).
+command -v go >/dev/null || [ ! -x /usr/local/go/bin/go ] || PATH=/usr/local/go/bin:$PATH
 command -v go >/dev/null || { echo "build.sh: no go in PATH (need $TWIN_GO_MIN or newer)" >&2; exit 1; }
 gover=$(go env GOVERSION)
 case "$(printf '%s\n%s\n' "$TWIN_GO_MIN" "$gover" | sort -V | head -1)" in

@@ -11,7 +11,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
-# shellcheck source=versions.sh
+# shellcheck source-path=SCRIPTDIR source=versions.sh
 . "$HERE/versions.sh"
 CACHE=${GPUSHARE_TWIN_CACHE:-$HOME/.cache/gpushare-twin}
 BIN=$CACHE/bin
@@ -119,8 +119,9 @@ KUEUE_METRICS_CERTS=/etc/kueue/metrics/certs
 if [ -e "$KUEUE_METRICS_CERTS/tls.crt" ] && [ ! -e "$KUEUE_METRICS_CERTS/.gpushare-twin" ]; then
   die "$KUEUE_METRICS_CERTS holds certificates that the twin did not write; not touching them"
 fi
-mkdir -p "$KUEUE_METRICS_CERTS" 2>/dev/null && [ -w "$KUEUE_METRICS_CERTS" ] ||
+if ! mkdir -p "$KUEUE_METRICS_CERTS" 2>/dev/null || [ ! -w "$KUEUE_METRICS_CERTS" ]; then
   die "cannot write $KUEUE_METRICS_CERTS (Kueue's fixed metrics certificate path): run as root"
+fi
 install -m 0644 "$PKI/kueue-metrics.crt" "$KUEUE_METRICS_CERTS/tls.crt"
 install -m 0600 "$PKI/kueue-metrics.key" "$KUEUE_METRICS_CERTS/tls.key"
 echo "$STATE" > "$KUEUE_METRICS_CERTS/.gpushare-twin"

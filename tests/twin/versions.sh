@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # sourced; the variables are used by the caller
 # Pinned versions of every part of the cluster twin. Sourced by build.sh and up.sh.
 # Kubernetes 1.35: Kueue v0.19 recommends 1.34 or newer and its end-to-end tests run on
 # 1.34.8, 1.35.5 and 1.36.1 (kueue hack/make/test.mk). 1.35.5 was the first choice, but the
