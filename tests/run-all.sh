@@ -2,7 +2,7 @@
 # Runs every suite in tests/suites/ in name order. A suite that cannot run fails; none is
 # skipped. Prints one closing line: "suites: N passed, N failed".
 set -uo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 passed=0; failed=0; failed_names=()
 for suite in tests/suites/*.sh; do
   name=$(basename "$suite" .sh)

@@ -399,7 +399,7 @@ def _build_index() -> tuple[dict[str, str], dict[int, str]]:
     pci: dict[int, str] = {}
     for m in _MODELS:
         for raw in (m.key, m.product_name, m.label_product) + m.aliases:
-            for n in {_norm(raw), _unprefixed(_norm(raw))}:
+            for n in (_norm(raw), _unprefixed(_norm(raw))):
                 if names.setdefault(n, m.key) != m.key:
                     raise ValueError("gpu_catalog: name %r belongs to %s and %s" % (raw, names[n], m.key))
                 if n in AMBIGUOUS:
@@ -439,7 +439,7 @@ def _pci_device(device_id) -> int | None:
     elif isinstance(device_id, str):
         s = device_id.strip().lower()
         if ":" in s:                              # lspci -n form "10de:2335"
-            vendor, _, s = s.partition(":")
+            vendor, _colon, s = s.partition(":")
             if _strip_0x(vendor.strip()) != "%04x" % NVIDIA_VENDOR_ID:
                 return None
             s = s.strip()
@@ -481,7 +481,7 @@ def suggest(name: str, n: int = 3) -> list[str]:
             score = max(score, 0.75)              # "a100-40" -> "a100-40gb"
         if score >= 0.6 and score > best.get(key, 0.0):
             best[key] = score
-    return [k for k, _ in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))][:n]
+    return [k for k, _score in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))][:n]
 
 
 def mig_config_device_filter(model: GpuModel) -> list[str]:

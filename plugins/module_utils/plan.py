@@ -231,8 +231,8 @@ def _check_demand(inventory: Inventory, nodes: list[dict], problems: Problems, w
     """Workloads that can never run on what exists are errors; reliance on borrowing is a warning."""
     whole_per_node = defaultdict(int)
     for n in nodes:
-        whole_per_node[(n["model"], n["dra"])] = max(whole_per_node[(n["model"], n["dra"])],
-                                                      sum(1 for g in n["gpus"] if g["mode"] == "whole"))
+        key = (n["model"], n["dra"])
+        whole_per_node[key] = max(whole_per_node[key], sum(1 for g in n["gpus"] if g["mode"] == "whole"))
     shared: dict[str, int] = defaultdict(int)
     for n in nodes:
         for g in n["gpus"]:

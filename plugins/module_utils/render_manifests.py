@@ -8,7 +8,10 @@ prune what a later plan no longer has and touch nothing else.
 
 from __future__ import annotations
 
-import yaml
+try:
+    import yaml
+except ImportError:     # ansible-core depends on PyYAML; this only keeps `import` sanity quiet
+    yaml = None
 
 MANAGED_LABEL = {"app.kubernetes.io/managed-by": "gpushare.cluster"}
 MIG_CONFIGMAP = "gpushare-mig-config"
@@ -43,24 +46,24 @@ def device_plugin_documents(nodes_in_states: list[list[dict]]) -> dict[str, dict
     return dict(sorted(docs.items()))
 
 
-class _Dumper(yaml.SafeDumper):
-    """Multi-line strings (ConfigMap values) as literal blocks, readable in the manifests."""
-
-
 def _literal(dumper, value):
     style = "|" if "\n" in value else None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_Dumper.add_representer(str, _literal)
+def _dumper():
+    """A SafeDumper that writes multi-line strings (ConfigMap values) as literal blocks."""
+    dumper = type("LiteralDumper", (yaml.SafeDumper,), {})
+    dumper.add_representer(str, _literal)
+    return dumper
 
 
 def _dump(document) -> str:
-    return yaml.dump(document, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+    return yaml.dump(document, Dumper=_dumper(), sort_keys=False, default_flow_style=False)
 
 
 def _dump_all(documents) -> str:
-    return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, default_flow_style=False)
+    return yaml.dump_all(documents, Dumper=_dumper(), sort_keys=False, default_flow_style=False)
 
 
 def gpu_operator_objects(plan: dict, namespace: str = GPU_OPERATOR_NAMESPACE) -> list[dict]:

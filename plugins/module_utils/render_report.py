@@ -29,9 +29,8 @@ def split_table(plan: dict) -> list[str]:
             lines.append("%-10s %-4d %-13s %s" % (node["name"], gpu["index"], gpu["team"] or "(cohort)", gpu_line(gpu)))
     for window in plan["windows"]:
         for g in window["gpus"]:
-            lines.append("%-10s %-4d %-13s %s %s-%s: %s" % (g["node"], g["index"], g["team"] or "(cohort)",
-                                                           "window", window["from"], window["until"],
-                                                           MODE_WORDS[g["mode"]]))
+            lines.append("%-10s %-4d %-13s window %s-%s: %s" % (
+                g["node"], g["index"], g["team"] or "(cohort)", window["from"], window["until"], MODE_WORDS[g["mode"]]))
     lines.append("")
     lines.append("%-13s %-9s %s" % ("team", "priority", "nominal quota (ClusterQueue = team name)"))
     for team in plan["teams"]:
@@ -73,8 +72,8 @@ def report_markdown(plan: dict) -> str:
             where = "ResourceClaimTemplate `%s`" % w["claim_template"]
         else:
             where = "queued in `%s`" % w["queue"]
-        out.append("| %s | %s | %s | %s | %d x %d GPU | %s |" % (w["name"], w["team"], w["kind"], w["sharing"],
-                                                                w["replicas"], w["gpus_per_replica"], where))
+        out.append("| %s | %s | %s | %s | %d x %d GPU | %s |" % (
+            w["name"], w["team"], w["kind"], w["sharing"], w["replicas"], w["gpus_per_replica"], where))
     if plan["windows"]:
         out += ["", "## Sharing windows", ""]
         for window in plan["windows"]:

@@ -20,7 +20,7 @@ description:
   - When the inventory has problems it fails and lists every one of them with its
     inventory path, the bad value and what is allowed; nothing is returned to apply.
 author:
-  - gpushare.cluster contributors
+  - gpushare.cluster contributors (!UNKNOWN)
 requirements:
   - scipy >= 1.11 on the controller (the MIG layout is an integer programme solved with HiGHS)
   - PyYAML
@@ -50,8 +50,10 @@ options:
     default: gpu-operator
 attributes:
   check_mode:
+    description: Can run in check_mode and return the same plan; it never changes anything.
     support: full
   diff_mode:
+    description: Nothing is changed, so there is no diff.
     support: none
 '''
 

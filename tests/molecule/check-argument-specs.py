@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Fail when a role's meta/argument_specs.yml (entry point main) and defaults/main.yml
 do not name exactly the same variables (the prometheus.prometheus convention)."""
 import sys

@@ -152,7 +152,7 @@ def _feasible(model, counts):
     """Brute force (depth-first over start slots): can these profile counts be placed without overlap?"""
     if any(c > model.profile(n).max_count for n, c in counts.items()):
         return False
-    items = sorted((model.profile(n) for n, c in counts.items() for _ in range(c)), key=lambda p: -p.size)
+    items = sorted((model.profile(n) for n, c in counts.items() for _copy in range(c)), key=lambda p: -p.size)
 
     def place(i, used, last):
         if i == len(items):
@@ -241,7 +241,7 @@ def test_estimates_are_marked_and_follow_the_rule():
             assert (key, p.name) in estimated and p.source.startswith("estimated:"), (key, p.name)
     assert {n for k, n in estimated if k == "h100-96gb"} == {"7g.96gb"}
     for key in ("a100-40gb", "h100-80gb", "h100-94gb", "h200-141gb", "a30", "rtx-pro-6000"):
-        assert not any(k == key for k, _ in estimated)
+        assert not any(k == key for k, _name in estimated)
         assert not any("estimated" in p.source for p in CATALOG[key].mig_profiles)
     # the rule never promises more than either measured card has (the smaller fraction wins)
     for key in ("h100-80gb", "h200-141gb"):
@@ -263,8 +263,8 @@ def test_estimates_are_marked_and_follow_the_rule():
     ("NVIDIA-H100-80GB-HBM3-MIG-1g.10gb", "h100-80gb"), ("H100 NVL", "h100-94gb"), ("NVIDIA GH200 480GB", "h100-96gb"),
     ("gh200-144gb", "gh200-144gb"), ("NVIDIA GH200 144G HBM3e", "gh200-144gb"), ("B200", "b200"),
     ("NVIDIA B300 SXM6 AC", "b300"), ("RTX PRO 6000", "rtx-pro-6000"),
-    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "rtx-pro-6000"), ("NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition",
-                                                                      "rtx-pro-6000"),
+    ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "rtx-pro-6000"),
+    ("NVIDIA-RTX-PRO-6000-Blackwell-Server-Edition", "rtx-pro-6000"),
     ("a30", "a30"), ("L4", "l4"), ("NVIDIA L40S", "l40s"), ("l40", "l40"), ("A10", "a10"), ("Tesla T4", "t4"),
     ("Tesla-T4", "t4"), ("t4", "t4"),
 ])

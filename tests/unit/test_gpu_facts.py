@@ -244,7 +244,6 @@ def _fake_smi(tmp_path, fixture=None, rc=0, stderr=""):
     return str(script)
 
 
-
 def test_module_h200(tmp_path):
     rc, result, proc = _run_module(tmp_path, {"nvidia_smi_path": _fake_smi(tmp_path, "query-gpu-noheader.csv"),
                                               "_ansible_check_mode": True})
@@ -261,7 +260,7 @@ def test_module_without_nvidia_smi(tmp_path):
     assert result.get("failed") is not True
     assert result["host_driver"] == {"installed": False, "version": None}
     assert result["ansible_facts"]["gpushare_gpus_detected"] == []
-    rc, result, _ = _run_module(tmp_path, {"nvidia_smi_path": "no-such-nvidia-smi-binary"})
+    rc, result, _proc = _run_module(tmp_path, {"nvidia_smi_path": "no-such-nvidia-smi-binary"})
     assert rc == 0 and result["host_driver"]["installed"] is False
 
 

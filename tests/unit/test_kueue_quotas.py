@@ -108,8 +108,8 @@ def webhook_rules(obj: dict) -> list[str]:
 @pytest.mark.parametrize("example", EXAMPLE_NAMES)
 def test_every_kueue_object_passes_the_crd_schema_and_rules(example):
     objects = kueue_objects(example)
-    assert {o["kind"] for o in objects} >= {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue",
-                                             "WorkloadPriorityClass"}
+    kinds = {"ResourceFlavor", "Cohort", "ClusterQueue", "LocalQueue", "WorkloadPriorityClass"}
+    assert {o["kind"] for o in objects} >= kinds
     for obj in objects:
         assert obj["apiVersion"] == "kueue.x-k8s.io/v1beta2"
         body = {k: v for k, v in obj.items() if k != "metadata"}

@@ -61,7 +61,7 @@ def oracle_patterns(model_key: str) -> list[dict[str, int]]:
 def oracle_cost(model, patterns: tuple[dict, ...], needs: list[int]):
     """(GPUs hosting a replica, waste) for the best assignment to these patterns, or None."""
     slices = sorted((model.profile(n).memory_mib, g) for g, p in enumerate(patterns) for n, c in p.items()
-                    for _ in range(c))
+                    for _copy in range(c))
     used_gpus, waste = set(), 0
     for need in sorted(needs, reverse=True):
         # Largest need first takes the smallest slice that holds it: optimal on a threshold order.
