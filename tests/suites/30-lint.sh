@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# yamllint, ansible-lint (production profile), argument specs in step with defaults,
+# changelog fragments, and an installable collection tarball.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+yamllint -s .
+ansible-lint --profile production --offline
+python tests/molecule/check-argument-specs.py roles/*/
+antsibull-changelog lint
+out=$(mktemp -d)
+trap 'rm -rf "$out"' EXIT
+ansible-galaxy collection build --force --output-path "$out" >/dev/null
+tarball=$(ls "$out"/gpushare-cluster-*.tar.gz)
+ansible-galaxy collection install --offline --no-deps -p "$out/installed" "$tarball" >/dev/null
+test -f "$out/installed/ansible_collections/gpushare/cluster/plugins/modules/plan.py"
+echo "collection tarball $(basename "$tarball") builds and installs"
