@@ -10,23 +10,31 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog impor
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948", "#ff9da7", "#9c755f"]
 POOL_COLOUR = "#bab0ac"
-BAR_X, BAR_W, ROW_H, GAP = 150, 620, 34, 8
+BAR_X, BAR_W, ROW_H, GAP = 150, 620, 36, 8
 
 
 def _colours(plan: dict) -> dict:
     return {t["name"]: PALETTE[i % len(PALETTE)] for i, t in enumerate(plan["teams"])}
 
 
-def _rect(x, y, w, h, fill, label, title, pattern=False) -> str:
-    stripes = ' style="fill:url(#stripes)"' if pattern else ""
+def _fit(text: str, width: float) -> str:
+    """Shorten a label to what fits in ``width`` pixels at 11px sans-serif."""
+    room = max(int(width / 6.5), 1)
+    return text if len(text) <= room else text[:max(room - 1, 1)] + "…"
+
+
+def _rect(x, y, w, h, fill, label, title, pattern=False, sublabel="") -> str:
     parts = ['<g><title>%s</title>' % escape(title),
              '<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" rx="3" fill="%s" stroke="#333" stroke-width="1"/>'
              % (x, y, w, h, fill)]
     if pattern:
-        parts.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" rx="3"%s/>' % (x, y, w, h, stripes))
-    if w > 28:
-        parts.append('<text x="%.1f" y="%.1f" font-size="11" text-anchor="middle" fill="#fff">%s</text>'
-                     % (x + w / 2, y + h / 2 + 4, escape(label)))
+        parts.append('<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" rx="3" style="fill:url(#stripes)"/>'
+                     % (x, y, w, h))
+    lines = [(label, 11)] + ([(sublabel, 10)] if sublabel else [])
+    for i, (text, size) in enumerate(lines):
+        baseline = y + h / 2 + 4 + (i - (len(lines) - 1) / 2) * 13
+        parts.append('<text x="%.1f" y="%.1f" font-size="%d" text-anchor="middle" fill="#fff">%s</text>'
+                     % (x + w / 2, baseline, size, escape(_fit(text, w - 4))))
     parts.append("</g>")
     return "".join(parts)
 
@@ -37,7 +45,8 @@ def render_svg(plan: dict) -> str:
     y = 40
     for node in plan["nodes"]:
         model = CATALOG[node["model"]]
-        height = len(node["gpus"]) * (ROW_H + GAP) + 30
+        notes = sum(1 for w in plan["windows"] for g in w["gpus"] if g["node"] == node["name"])
+        height = len(node["gpus"]) * (ROW_H + GAP) + 30 + 16 * notes
         body.append('<rect x="10" y="%d" width="%d" height="%d" rx="6" fill="#f7f7f7" stroke="#999"/>'
                     % (y, BAR_X + BAR_W + 20, height))
         body.append('<text x="20" y="%d" font-size="13" font-weight="bold">%s - %d x %s</text>'
@@ -52,10 +61,10 @@ def render_svg(plan: dict) -> str:
                     x = BAR_X + BAR_W * s["start"] / grid
                     w = BAR_W * s["size"] / grid
                     who = s["workload"] or "spare"
-                    body.append(_rect(x, row, w, ROW_H, colours.get(s["team"], POOL_COLOUR),
-                                      "%s %s" % (s["profile"], who),
+                    body.append(_rect(x, row, w, ROW_H, colours.get(s["team"], POOL_COLOUR), who,
                                       "%s at %d: %s (%s), %d MiB" % (s["profile"], s["start"], who,
-                                                                     s["team"] or "cohort", s["memory_mib"])))
+                                                                     s["team"] or "cohort", s["memory_mib"]),
+                                      sublabel=s["profile"]))
                 if not gpu["mig"]["slices"]:
                     body.append(_rect(BAR_X, row, BAR_W, ROW_H, "#ddd", "MIG, unpartitioned", "no MIG instances"))
             elif gpu["mode"] in ("timeslice", "mps"):
@@ -66,6 +75,13 @@ def render_svg(plan: dict) -> str:
                 body.append(_rect(BAR_X, row, BAR_W, ROW_H, colour, "whole  %s" % (gpu["team"] or "cohort pool"),
                                   "whole GPU -> %s" % gpu["resource"]))
             row += ROW_H + GAP
+        for window in plan["windows"]:
+            for g in window["gpus"]:
+                if g["node"] == node["name"]:
+                    body.append('<text x="%d" y="%d" font-size="11" fill="#555">GPU %d, %s to %s: %s (%s)</text>'
+                                % (BAR_X, row + 8, g["index"], window["from"], window["until"], g["mode"],
+                                   escape(g["team"] or "cohort")))
+                    row += 16
         y += height + 14
     legend = []
     x = 20
