@@ -70,10 +70,14 @@ def gpu_nodes(twin, rid):
             # Extended resources advertised as the NVIDIA device plugin would.
             "status": {"capacity": resources, "allocatable": resources},
         })
+
+    def ready_node(name):
+        node = twin.get(f"/api/v1/nodes/{name}")
+        return node if is_true(node, "Ready") else None
+
     for name in names:
         node = twin.wait_for(f"node {name} Ready (KWOK heartbeat)",
-                             lambda n=name: (lambda o: o if is_true(o, "Ready") else None)(
-                                 twin.get(f"/api/v1/nodes/{n}")), timeout=TIMEOUT)
+                             lambda n=name: ready_node(n), timeout=TIMEOUT)
         assert node["status"]["allocatable"][GPU] == "4"
         assert node["status"]["allocatable"][MIG] == "7"
     return names
@@ -205,9 +209,13 @@ def test_borrow_then_reclaim(twin, rid, queues, gpu_nodes):
     admission = wl_b["status"]["admission"]
     assert admission["clusterQueue"] == b["cq"]
     assert admission["podSetAssignments"][0]["flavors"][GPU] == flavor
-    usage = twin.wait_for("team-b's borrowed GPU in its ClusterQueue status",
-                          lambda: (lambda u: u if u and u.get("borrowed") == "1" else None)(
-                              flavor_usage(twin, b["cq"], flavor)), timeout=TIMEOUT)
+
+    def borrowing_one():
+        usage = flavor_usage(twin, b["cq"], flavor)
+        return usage if usage and usage.get("borrowed") == "1" else None
+
+    usage = twin.wait_for("team-b's borrowed GPU in its ClusterQueue status", borrowing_one,
+                          timeout=TIMEOUT)
     assert usage["total"] == "2"
 
     pod_b = twin.wait_for("team-b's pod Running on a KWOK node",
