@@ -266,3 +266,93 @@ def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-gra
                                        "searchNamespace": "ALL"}},
         },
     }
+
+
+# --- Helpers the roles use on what kubernetes.core.k8s_info returns ---------------------
+
+def gpu_pods(pods: list, exclude_namespaces: list | tuple = ()) -> list[str]:
+    """namespace/name of pods that hold a GPU (an nvidia.com/* request or limit, or a
+    ResourceClaim), not finished, outside exclude_namespaces (the operator's operands)."""
+    held = []
+    for pod in pods or []:
+        meta, spec, status = pod.get("metadata", {}), pod.get("spec", {}), pod.get("status", {})
+        if meta.get("namespace") in exclude_namespaces or status.get("phase") in ("Succeeded", "Failed"):
+            continue
+        containers = (spec.get("containers") or []) + (spec.get("initContainers") or [])
+        wants = any(name.startswith("nvidia.com/")
+                    for c in containers for part in ("limits", "requests")
+                    for name in ((c.get("resources") or {}).get(part) or {}))
+        if wants or spec.get("resourceClaims"):
+            held.append("%s/%s" % (meta.get("namespace"), meta.get("name")))
+    return held
+
+
+def dra_mig_layout_hash(plan: dict) -> str:
+    """Hash of the DRA nodes' MIG layouts: static MIG partitions are only seen by the DRA
+    kubelet plugin after it restarts (§5.4, §5.6)."""
+    return config_hash({n["name"]: n.get("mig_config") for n in dra_nodes(plan)})
+
+
+def object_key(obj: dict) -> str:
+    return "%s/%s/%s" % (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+
+
+def unmanaged(objects: list) -> list[str]:
+    """Keys of the objects lacking app.kubernetes.io/managed-by=gpushare.cluster."""
+    return [object_key(o) for o in objects or []
+            if (o["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by") != "gpushare.cluster"]
+
+
+def window_flavors(plan: dict) -> list[str]:
+    """ResourceFlavors some sharing window needs: never pruned."""
+    return sorted({o["metadata"]["name"] for w in plan.get("windows", []) for o in w["kueue"]["objects"]
+                   if o["kind"] == "ResourceFlavor"})
+
+
+def prune_candidates(results: list, wanted: list, protected_flavors: list | tuple = ()) -> list[dict]:
+    """Labelled objects (a looped k8s_info: one kind per loop item with api_version and kind)
+    that the Plan no longer has; ResourceFlavors a window needs are kept. List items of
+    built-in kinds carry no kind/apiVersion, so they come from the loop item."""
+    keep = {object_key(o) for o in wanted or []}
+    out = []
+    for result in results or []:
+        for obj in result.get("resources") or []:
+            obj = dict(obj, kind=result["item"]["kind"], apiVersion=result["item"]["api_version"])
+            if object_key(obj) in keep or (obj["kind"] == "ResourceFlavor" and obj["metadata"]["name"] in protected_flavors):
+                continue
+            out.append({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                        "metadata": {k: v for k, v in obj["metadata"].items() if k in ("name", "namespace")}})
+    return out
+
+
+def kueue_manager_config_yaml(plan: dict, cluster_queue_metrics: bool = True) -> str:
+    return yaml.safe_dump(kueue_manager_config(plan, cluster_queue_metrics), sort_keys=False)
+
+
+# The roles run this file with the controller's Python (a collection role cannot carry
+# filter plugins): `python render_helm.py FUNCTION` reads {"args": [...], "kwargs": {...}}
+# as JSON on stdin and writes the result as JSON on stdout.
+CLI_FUNCTIONS = ("gpu_operator_values", "dra_driver_values", "kueue_values", "kueue_manager_config_yaml",
+                 "kube_prometheus_values", "gpu_pods", "config_hash", "dra_mig_layout_hash", "unmanaged",
+                 "window_flavors", "prune_candidates")
+
+
+def main(argv=None, stdin=None, stdout=None) -> int:
+    import sys
+    argv = sys.argv[1:] if argv is None else argv
+    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
+    if len(argv) != 1 or argv[0] not in CLI_FUNCTIONS:
+        sys.stderr.write("usage: render_helm.py {%s} < {\"args\": [...], \"kwargs\": {...}}\n" % ",".join(CLI_FUNCTIONS))
+        return 2
+    request = json.load(stdin)
+    try:
+        result = globals()[argv[0]](*request.get("args", []), **request.get("kwargs", {}))
+    except ValueError as exc:
+        sys.stderr.write("%s: %s\n" % (argv[0], exc))
+        return 1
+    json.dump(result, stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
