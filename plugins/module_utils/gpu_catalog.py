@@ -126,6 +126,9 @@ class GpuModel:
         Also accepts the '.' spelling of the mixed-strategy resource ("1g.10gb.me") and the
         full resource name ("nvidia.com/mig-1g.10gb.me"). KeyError lists the allowed names.
         """
+        for p in self.mig_profiles:      # the exact name: the planners' hot path
+            if p.name == name:
+                return p
         wanted = str(name).strip().lower()
         if wanted.startswith("nvidia.com/mig-"):
             wanted = wanted[len("nvidia.com/mig-"):]

@@ -256,8 +256,9 @@ def _explain_shortfall(classes, pools, pool_patterns) -> str:
     lines = ["the MIG services do not fit on the GPUs that may be cut with MIG:"]
     for (need, models, pin), members in classes:
         names = sorted({d.workload for d in members})
+        shown = ", ".join(names[:4]) + (" and %d more" % (len(names) - 4) if len(names) > 4 else "")
         lines.append("  - %d replica(s) of %s need %s on %s" % (
-            len(members), ", ".join(names), pin or "a slice with at least %d MiB" % need, ", ".join(models)))
+            len(members), shown, pin or "a slice with at least %d MiB" % need, ", ".join(models)))
     for k, pool in enumerate(pools):
         model = CATALOG[pool.model]
         count = len(pool.declared) + len(pool.auto)

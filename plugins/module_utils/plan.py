@@ -170,7 +170,7 @@ def _node_record(node, share, layouts, whole_team, suffix: str) -> dict:
             layout = layouts[key]
             record["mode"] = "timeslice" if gpu.mode == "timeslice" else "mig"
             record["team"] = gpu.team
-            record["mig"] = {"profiles": layout.counts(), "slices": [dataclasses.asdict(s) for s in layout.slices]}
+            record["mig"] = {"profiles": layout.counts(), "slices": [dict(vars(s)) for s in layout.slices]}
             mig_profiles += [s.profile for s in layout.slices]
         elif gpu.mode in ("timeslice", "mps"):
             record["mode"] = gpu.mode

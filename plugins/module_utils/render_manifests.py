@@ -53,7 +53,8 @@ def _literal(dumper, value):
 
 def _dumper():
     """A SafeDumper that writes multi-line strings (ConfigMap values) as literal blocks."""
-    dumper = type("LiteralDumper", (yaml.SafeDumper,), {})
+    # libyaml's emitter when PyYAML has it: the fleet's manifests are megabytes.
+    dumper = type("LiteralDumper", (getattr(yaml, "CSafeDumper", yaml.SafeDumper),), {})
     dumper.add_representer(str, _literal)
     return dumper
 
