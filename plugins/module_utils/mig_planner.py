@@ -87,8 +87,8 @@ def plan_mig(demands: list[MigDemand], candidates: list[MigCandidate], carve_lef
         (c.node, c.index): dict(c.layout or ()) for c in candidates if c.declared or c.layout is not None}
     assignment: dict[tuple[str, int], list[tuple[str, MigDemand]]] = defaultdict(list)
     if demands:
-        solution, routes = _solve(demands, pools, time_limit)
-        _realise(solution, routes, pools, chosen, assignment)
+        patterns, routes = _solve(demands, pools, time_limit)
+        _realise(patterns, routes, pools, chosen, assignment)
     layouts = {}
     by_key = {(c.node, c.index): c for c in candidates}
     for key, profile_counts in sorted(chosen.items()):
@@ -152,20 +152,20 @@ def _classes(demands: list[MigDemand]):
 def _solve(demands: list[MigDemand], pools: list[_Pool], time_limit: float):
     import numpy as np
     from scipy.optimize import Bounds, LinearConstraint, milp
-    from scipy.sparse import lil_matrix
+    from scipy.sparse import coo_matrix
 
     classes = _classes(demands)
     pinned = tuple(sorted({d.profile for d in demands if d.profile}))
-    # Column layout: x (pool, pattern) | a (pool) | z (class, pool, profile)
-    x_cols, z_cols = [], []
-    pool_patterns = []
+    # Columns: x[pool, pattern] GPUs cut that way | a[pool] auto GPUs converted |
+    #          z[class, pool, profile] replicas of a class on slices of a profile.
+    x_cols, z_cols, pool_patterns = [], [], []
     for k, pool in enumerate(pools):
         model = CATALOG[pool.model]
-        valid_pins = tuple(p for p in pinned if p in {q.name for q in model.mig_profiles})
-        names = _allowed(MigCandidate("", 0, pool.model, True, forbidden=pool.forbidden), valid_pins)
-        pats = mig_geometry.patterns(pool.model, tuple(names)) if (pool.declared or pool.auto) else ()
-        pool_patterns.append((names, pats))
-        x_cols += [(k, p) for p in range(len(pats))]
+        pins = tuple(p for p in pinned if p in {q.name for q in model.mig_profiles})
+        names = _allowed(MigCandidate("", 0, pool.model, True, forbidden=pool.forbidden), pins)
+        patterns = mig_geometry.patterns(pool.model, tuple(names)) if (pool.declared or pool.auto) else ()
+        pool_patterns.append((names, patterns))
+        x_cols += [(k, dict(pattern)) for pattern in patterns]
     a_base = len(x_cols)
     z_base = a_base + len(pools)
     for c, ((need, models, pin), _members) in enumerate(classes):
@@ -173,83 +173,59 @@ def _solve(demands: list[MigDemand], pools: list[_Pool], time_limit: float):
             if pool.model not in models:
                 continue
             model = CATALOG[pool.model]
-            for name in pool_patterns[k][0] + [n for n in pool.fixed_supply if n not in pool_patterns[k][0]]:
+            for name in sorted(set(pool_patterns[k][0]) | set(pool.fixed_supply)):
                 profile = model.profile(name)
-                if (pin and name != pin) or (not pin and profile.variant) or profile.memory_mib < need:
-                    continue
-                z_cols.append((c, k, name, profile.memory_mib - need))
+                if (name == pin if pin else not profile.variant) and profile.memory_mib >= need:
+                    z_cols.append((c, k, name, profile.memory_mib - need))
     n = z_base + len(z_cols)
-    rows, lo, hi = [], [], []
 
-    def row():
-        rows.append(lil_matrix((1, n)))
-        return rows[-1]
+    entries, lo, hi = [], [], []     # (row, column, value) of the constraint matrix
+
+    def constraint(terms, low, high):
+        row = len(lo)
+        entries.extend((row, col, val) for col, val in terms)
+        lo.append(low)
+        hi.append(high)
 
     for k, pool in enumerate(pools):
-        r = row()
-        for j, (kk, _p) in enumerate(x_cols):
-            if kk == k:
-                r[0, j] = 1
-        lo.append(0)
-        hi.append(len(pool.declared) + len(pool.auto))
-        r = row()   # a_k - sum x >= -declared
-        for j, (kk, _p) in enumerate(x_cols):
-            if kk == k:
-                r[0, j] = -1
-        r[0, a_base + k] = 1
-        lo.append(-len(pool.declared))
-        hi.append(np.inf)
+        mine = [j for j, (kk, _p) in enumerate(x_cols) if kk == k]
+        constraint([(j, 1) for j in mine], 0, len(pool.declared) + len(pool.auto))
+        # a_k >= GPUs cut beyond the declared ones
+        constraint([(j, -1) for j in mine] + [(a_base + k, 1)], -len(pool.declared), np.inf)
     for c, (_key, members) in enumerate(classes):
-        r = row()
-        for j, (cc, _k, _q, _w) in enumerate(z_cols):
-            if cc == c:
-                r[0, z_base + j] = 1
-        lo.append(len(members))
-        hi.append(len(members))
-    supply_rows = {}
+        constraint([(z_base + j, 1) for j, z in enumerate(z_cols) if z[0] == c], len(members), len(members))
+    routes_by_slot = defaultdict(list)
     for j, (_c, k, q, _w) in enumerate(z_cols):
-        supply_rows.setdefault((k, q), []).append(j)
-    for (k, q), js in sorted(supply_rows.items()):
-        r = row()
-        for j in js:
-            r[0, z_base + j] = 1
-        for jx, (kk, p) in enumerate(x_cols):
-            if kk == k:
-                count = dict(pool_patterns[k][1][p]).get(q, 0)
-                if count:
-                    r[0, jx] = -count
-        lo.append(-np.inf)
-        hi.append(pools[k].fixed_supply.get(q, 0))
+        routes_by_slot[(k, q)].append(z_base + j)
+    for (k, q), cols in sorted(routes_by_slot.items()):
+        # replicas on profile q <= slices of q in the chosen patterns + fixed layouts
+        supply = [(j, -pattern[q]) for j, (kk, pattern) in enumerate(x_cols) if kk == k and pattern.get(q)]
+        constraint([(col, 1) for col in cols] + supply, -np.inf, pools[k].fixed_supply.get(q, 0))
 
-    from scipy.sparse import vstack
-    matrix = vstack([r.tocsr() for r in rows]).tocsr()
-    integrality = np.ones(n)
-    bounds = Bounds(np.zeros(n), np.full(n, np.inf))
-    objectives = []
-    o1 = np.zeros(n)
-    o1[a_base:z_base] = 1
-    o2 = np.zeros(n)
-    o2[:a_base] = 1
-    o3 = np.zeros(n)
+    rows, cols, vals = zip(*entries)
+    matrix = coo_matrix((vals, (rows, cols)), shape=(len(lo), n)).tocsr()
+    fewest_auto, fewest_gpus, least_waste = np.zeros(n), np.zeros(n), np.zeros(n)
+    fewest_auto[a_base:z_base] = 1
+    fewest_gpus[:a_base] = 1
     for j, (_c, _k, _q, waste) in enumerate(z_cols):
-        o3[z_base + j] = waste
-    objectives = [o1, o2, o3]
+        least_waste[z_base + j] = waste
     constraints = [LinearConstraint(matrix, lo, hi)]
     result = None
-    for objective in objectives:
-        result = milp(objective, constraints=constraints, integrality=integrality, bounds=bounds,
-                      options={"time_limit": time_limit, "presolve": True})
+    for objective in (fewest_auto, fewest_gpus, least_waste):
+        result = milp(objective, constraints=constraints, integrality=np.ones(n),
+                      bounds=Bounds(np.zeros(n), np.full(n, np.inf)), options={"time_limit": time_limit})
         if result.x is None:
             raise MigShortfall(_explain_shortfall(classes, pools, pool_patterns))
+        # Keep this objective at its optimum while the next one is minimised.
         best = float(objective @ np.round(result.x))
-        constraints = constraints + [LinearConstraint(objective.reshape(1, -1), -np.inf, best + 1e-6)]
+        constraints.append(LinearConstraint(objective.reshape(1, -1), -np.inf, best + 1e-6))
     values = np.round(result.x).astype(int)
-    counts = {x_cols[j]: int(values[j]) for j in range(a_base) if values[j]}
+    chosen = [(k, pattern, int(values[j])) for j, (k, pattern) in enumerate(x_cols) if values[j]]
     # Each class's replicas are handed out in order along its routes (copies: popped later).
     queues = [list(members) for _key, members in classes]
     routes = [(queues[c], k, q, int(values[z_base + j])) for j, (c, k, q, _w) in enumerate(z_cols)
               if values[z_base + j]]
-    return ({"patterns": counts, "pool_patterns": pool_patterns}, routes)
+    return chosen, routes
 
 
 def _explain_shortfall(classes, pools, pool_patterns) -> str:
@@ -274,15 +250,11 @@ def _explain_shortfall(classes, pools, pool_patterns) -> str:
     return "\n".join(lines)
 
 
-def _realise(solution, routes, pools, chosen, assignment) -> None:
+def _realise(chosen_patterns, routes, pools, chosen, assignment) -> None:
     """Give patterns to concrete GPUs, then replicas to concrete slices."""
-    pool_patterns = solution["pool_patterns"]
     free: dict[int, list[tuple[tuple[str, int], dict[str, int]]]] = {}
     for k, pool in enumerate(pools):
-        patterns = []
-        for (kk, p), count in sorted(solution["patterns"].items()):
-            if kk == k:
-                patterns += [dict(pool_patterns[k][1][p])] * count
+        patterns = [pattern for kk, pattern, count in chosen_patterns if kk == k for _copy in range(count)]
         # Fullest patterns on the first GPUs, so the GPUs left over stay whole.
         model = CATALOG[pool.model]
         patterns.sort(key=lambda pat: -sum(model.profile(n).size * c for n, c in pat.items()))
