@@ -38,7 +38,10 @@ def mig_parted_document(nodes_in_states: list[list[dict]]) -> dict:
 
 
 def device_plugin_documents(nodes_in_states: list[list[dict]]) -> dict[str, dict]:
-    docs = {"default": {"version": "v1", "flags": {"migStrategy": "mixed"}}}
+    """Every node's config by name, plus ``default`` for GPU nodes the plan does not know."""
+    any_mig = any(n.get("mig_config") and n["mig_config"]["name"] != "all-disabled"
+                  for nodes in nodes_in_states for n in nodes)
+    docs = {"default": {"version": "v1", "flags": {"migStrategy": "mixed" if any_mig else "none"}}}
     for nodes in nodes_in_states:
         for node in nodes:
             if node.get("device_plugin_config"):
