@@ -14,7 +14,10 @@ import copy
 import hashlib
 import json
 
-import yaml
+try:
+    import yaml
+except ImportError:     # ansible-core depends on PyYAML; this only keeps `import` sanity quiet
+    yaml = None
 
 # The ConfigMaps render_manifests writes (the gpu_operator role applies them before the chart).
 MIG_CONFIGMAP = "gpushare-mig-config"
@@ -79,7 +82,7 @@ def config_hash(data) -> str:
 
 def _version_tuple(version: str) -> tuple:
     parts = []
-    for part in str(version).lstrip("v").split("-")[0].split("."):
+    for part in str(version).lstrip("v").split("-", maxsplit=1)[0].split("."):
         parts.append(int(part) if part.isdigit() else 0)
     return tuple(parts)
 
@@ -327,32 +330,3 @@ def prune_candidates(results: list, wanted: list, protected_flavors: list | tupl
 
 def kueue_manager_config_yaml(plan: dict, cluster_queue_metrics: bool = True) -> str:
     return yaml.safe_dump(kueue_manager_config(plan, cluster_queue_metrics), sort_keys=False)
-
-
-# The roles run this file with the controller's Python (a collection role cannot carry
-# filter plugins): `python render_helm.py FUNCTION` reads {"args": [...], "kwargs": {...}}
-# as JSON on stdin and writes the result as JSON on stdout.
-CLI_FUNCTIONS = ("gpu_operator_values", "dra_driver_values", "kueue_values", "kueue_manager_config_yaml",
-                 "kube_prometheus_values", "gpu_pods", "config_hash", "dra_mig_layout_hash", "unmanaged",
-                 "window_flavors", "prune_candidates")
-
-
-def main(argv=None, stdin=None, stdout=None) -> int:
-    import sys
-    argv = sys.argv[1:] if argv is None else argv
-    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
-    if len(argv) != 1 or argv[0] not in CLI_FUNCTIONS:
-        sys.stderr.write("usage: render_helm.py {%s} < {\"args\": [...], \"kwargs\": {...}}\n" % ",".join(CLI_FUNCTIONS))
-        return 2
-    request = json.load(stdin)
-    try:
-        result = globals()[argv[0]](*request.get("args", []), **request.get("kwargs", {}))
-    except ValueError as exc:
-        sys.stderr.write("%s: %s\n" % (argv[0], exc))
-        return 1
-    json.dump(result, stdout)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -215,30 +215,3 @@ def dashboard_configmap(plan: dict, namespace: str = "monitoring") -> dict:
 def monitoring_objects(plan: dict, namespace: str = "monitoring", namespace_label: str = "namespace",
                        queue_wait_seconds: int = 3600) -> list[dict]:
     return [prometheus_rule(plan, namespace, namespace_label, queue_wait_seconds), dashboard_configmap(plan, namespace)]
-
-
-# The monitoring role runs this file with the controller's Python (a collection role cannot
-# carry filter plugins): `python render_monitoring.py monitoring_objects` reads
-# {"args": [...], "kwargs": {...}} as JSON on stdin and writes the result as JSON on stdout.
-CLI_FUNCTIONS = ("monitoring_objects", "prometheus_rule", "team_dashboard", "dashboard_configmap")
-
-
-def main(argv=None, stdin=None, stdout=None) -> int:
-    import sys
-    argv = sys.argv[1:] if argv is None else argv
-    stdin, stdout = stdin or sys.stdin, stdout or sys.stdout
-    if len(argv) != 1 or argv[0] not in CLI_FUNCTIONS:
-        sys.stderr.write("usage: render_monitoring.py {%s} < {\"args\": [...], \"kwargs\": {...}}\n" % ",".join(CLI_FUNCTIONS))
-        return 2
-    request = json.load(stdin)
-    try:
-        result = globals()[argv[0]](*request.get("args", []), **request.get("kwargs", {}))
-    except ValueError as exc:
-        sys.stderr.write("%s: %s\n" % (argv[0], exc))
-        return 1
-    json.dump(result, stdout)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

@@ -22,7 +22,7 @@ python tests/molecule/check-argument-specs.py roles/gpu_operator roles/dra_drive
 
 work=$(mktemp -d /tmp/gpushare-site-check.XXXXXX)
 trap 'rm -rf "$work"' EXIT
-examples=$(cd inventory-examples && ls -d */ | tr -d / | tr "\n" " ")
+examples=$(find inventory-examples -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort | tr "\n" " ")
 [ -n "$examples" ] || { echo "35-site-check: no example inventories" >&2; exit 1; }
 
 for inv in $examples; do

@@ -33,7 +33,8 @@ def test_gpu_operator_points_at_the_plan_configmaps(plan):
     values = render_helm.gpu_operator_values(plan)
     manifests = render(plan)
     names = {o["metadata"]["name"]: o for o in manifests["gpu_operator"]}
-    assert values["migManager"]["config"]["name"] == "gpushare-mig-config" in names
+    assert values["migManager"]["config"]["name"] == "gpushare-mig-config"
+    assert "gpushare-mig-config" in names
     assert values["migManager"]["config"]["create"] is False
     # migManager.config.default accepts only all-disabled or "" (§2.2)
     assert values["migManager"]["config"]["default"] in ("all-disabled", "")
@@ -251,7 +252,7 @@ def test_prometheus_rule_shape(plan):
 
 
 def test_recording_rule_per_team_over_its_namespaces(plan):
-    _, rules = _rules(plan)
+    rules = _rules(plan)[1]
     for team in plan["teams"]:
         mine = [r for r in rules if r.get("labels", {}).get("team") == team["name"]]
         engine = [r for r in mine if r["record"] == "gpushare:team_gr_engine_active:avg"]
@@ -265,7 +266,7 @@ def test_recording_rule_per_team_over_its_namespaces(plan):
 
 
 def test_mixed_fleet_team_with_two_namespaces():
-    _, rules = _rules(PLANS["mixed-fleet"])
+    rules = _rules(PLANS["mixed-fleet"])[1]
     prod = [r for r in rules if r.get("labels", {}).get("team") == "production"]
     assert all('namespace=~"prod-api|prod-batch"' in r["expr"] for r in prod if "DCGM" in r["expr"])
 
@@ -277,7 +278,7 @@ def test_exported_namespace_label_when_honor_labels_is_off():
 
 
 def test_alerts(plan):
-    _, rules = _rules(plan)
+    rules = _rules(plan)[1]
     alerts = {r["alert"]: r for r in rules if "alert" in r}
     assert "DCGM_FI_DEV_XID_ERRORS" in alerts["GpuXidError"]["expr"] and alerts["GpuXidError"]["expr"].endswith("> 0")
     assert 'label_nvidia_com_mig_config_state="failed"' in alerts["GpuMigConfigFailed"]["expr"]
@@ -304,7 +305,7 @@ def test_dashboard(plan):
 
 
 def test_recorded_series_used_by_the_dashboard_exist(plan):
-    _, rules = _rules(plan)
+    rules = _rules(plan)[1]
     recorded = {r["record"] for r in rules if "record" in r}
     board = render_monitoring.team_dashboard(plan)
     used = set()

@@ -1,6 +1,5 @@
 """The GPU stack roles' side of the renderers: argument specs in step with defaults, the
-controller-script entry points of render_helm.py / render_monitoring.py, the helpers the
-roles use on k8s_info results (GPU pods, prune candidates), and the checker that
+helpers the roles use on k8s_info results (GPU pods, prune candidates), and the checker that
 tests/suites/35-site-check.sh runs on what site.yml rendered:
 
     python tests/unit/test_roles_render.py EXAMPLE RENDERED_DIR
@@ -8,7 +7,6 @@ tests/suites/35-site-check.sh runs on what site.yml rendered:
 
 from __future__ import annotations
 
-import io
 import json
 import sys
 from pathlib import Path
@@ -23,7 +21,7 @@ import yaml  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils import render_helm, render_monitoring  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.render_manifests import render  # noqa: E402
-from inventories import EXAMPLE_NAMES, load_example  # noqa: E402
+from inventories import load_example  # noqa: E402
 
 ROLES = ("gpu_operator", "dra_driver", "kueue", "monitoring")
 
@@ -125,28 +123,6 @@ def test_chart_versions_pinned():
             "monitoring": ("monitoring_chart_version", "88.5.3")}
     for role, (var, version) in pins.items():
         assert _spec_and_defaults(role)[0][var] == version
-
-
-def _cli(module, function, *args):
-    out = io.StringIO()
-    rc = module.main([function], io.StringIO(json.dumps({"args": list(args)})), out)
-    return rc, (json.loads(out.getvalue()) if rc == 0 else None)
-
-
-def test_cli_matches_direct_calls():
-    for name in EXAMPLE_NAMES:
-        plan = build_plan(load_example(name))
-        assert _cli(render_helm, "gpu_operator_values", plan) == (0, render_helm.gpu_operator_values(plan))
-        assert _cli(render_helm, "kueue_manager_config_yaml", plan) == (0, render_helm.kueue_manager_config_yaml(plan))
-        assert _cli(render_monitoring, "monitoring_objects", plan, "monitoring") == \
-            (0, json.loads(json.dumps(render_monitoring.monitoring_objects(plan))))
-
-
-def test_cli_refuses_unknown_functions_and_reports_bad_plans():
-    assert render_helm.main(["os"], io.StringIO("{}"), io.StringIO()) == 2
-    plan = build_plan(load_example("four-gpu-server"))
-    rc, _ = _cli(render_helm, "dra_driver_values", plan)  # no DRA nodes
-    assert rc == 1
 
 
 def test_gpu_pods():

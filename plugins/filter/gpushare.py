@@ -1,0 +1,64 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the GPU stack roles: the Helm values and objects rendered from the Plan.
+
+Each filter is a renderer function of ``plugins/module_utils/render_helm.py`` or
+``render_monitoring.py`` (pure Python, computed on the controller, changing nothing), e.g.
+``{{ gpushare_plan.plan | gpushare.cluster.gpu_operator_values(runtime_paths) }}``.
+Arguments are passed through a JSON round trip, so a renderer sees plain dicts, lists and
+scalars (as a controller script fed JSON would) and returns JSON-shaped data.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import render_helm, render_monitoring
+
+# filter name -> renderer function
+RENDERERS = {
+    "gpu_operator_values": render_helm.gpu_operator_values,
+    "dra_driver_values": render_helm.dra_driver_values,
+    "kueue_values": render_helm.kueue_values,
+    "kueue_manager_config_yaml": render_helm.kueue_manager_config_yaml,
+    "kube_prometheus_values": render_helm.kube_prometheus_values,
+    "gpu_pods": render_helm.gpu_pods,
+    "config_hash": render_helm.config_hash,
+    "dra_mig_layout_hash": render_helm.dra_mig_layout_hash,
+    "unmanaged": render_helm.unmanaged,
+    "window_flavors": render_helm.window_flavors,
+    "prune_candidates": render_helm.prune_candidates,
+    "monitoring_objects": render_monitoring.monitoring_objects,
+    "prometheus_rule": render_monitoring.prometheus_rule,
+    "team_dashboard": render_monitoring.team_dashboard,
+    "dashboard_configmap": render_monitoring.dashboard_configmap,
+}
+
+
+def _plain(value):
+    """Plain JSON data (dict, list, str, int, float, bool, None) of an Ansible value."""
+    return json.loads(json.dumps(value))
+
+
+def _filter(name, function):
+    """The filter ``name``: ``function`` on plain arguments; a ValueError is a filter error."""
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        try:
+            return _plain(function(*_plain(list(args)), **_plain(kwargs)))
+        except ValueError as exc:
+            raise AnsibleFilterError("gpushare.cluster.%s: %s" % (name, exc)) from exc
+    run.__doc__ = "gpushare.cluster.%s: %s.%s of the Plan (see its docstring).\n\n%s" % (
+        name, function.__module__.rsplit(".", 1)[-1], function.__name__, function.__doc__ or "")
+    return run
+
+
+class FilterModule:
+    """The renderers of render_helm and render_monitoring as filters."""
+
+    def filters(self):
+        """Filter name to filter function."""
+        return {name: _filter(name, function) for name, function in RENDERERS.items()}

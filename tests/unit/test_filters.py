@@ -1,0 +1,92 @@
+"""The gpushare.cluster filter plugin (plugins/filter/gpushare.py): each filter is a
+renderer of render_helm / render_monitoring and gives the renderer's result."""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+for extra in (ROOT / ".collections", Path(__file__).resolve().parent):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+from ansible.errors import AnsibleFilterError  # noqa: E402
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import render_helm, render_monitoring  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.render_manifests import render  # noqa: E402
+from inventories import EXAMPLE_NAMES, load_example  # noqa: E402
+
+gpushare_filter = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter.gpushare")
+FILTERS = gpushare_filter.FilterModule().filters()
+
+HELM = ("gpu_operator_values", "dra_driver_values", "kueue_values", "kueue_manager_config_yaml",
+        "kube_prometheus_values", "gpu_pods", "config_hash", "dra_mig_layout_hash", "unmanaged",
+        "window_flavors", "prune_candidates")
+MONITORING = ("monitoring_objects", "prometheus_rule", "team_dashboard", "dashboard_configmap")
+
+
+def _json(value):
+    return json.loads(json.dumps(value))
+
+
+def test_filter_names_map_to_the_renderers():
+    assert set(FILTERS) == set(HELM) | set(MONITORING)
+    for name in HELM:
+        assert FILTERS[name].__wrapped__ is getattr(render_helm, name), name
+    for name in MONITORING:
+        assert FILTERS[name].__wrapped__ is getattr(render_monitoring, name), name
+    for name, function in FILTERS.items():
+        assert function.__doc__ and name in function.__doc__, name
+
+
+def test_filters_give_the_renderers_results():
+    for example in EXAMPLE_NAMES:
+        plan = build_plan(load_example(example))
+        manifests = render(plan)
+        device_plugin = next(o for o in manifests["gpu_operator"]
+                             if o["metadata"]["name"] == render_helm.DEVICE_PLUGIN_CONFIGMAP)
+        objects = manifests["namespaces"] + manifests["kueue"]
+        calls = [
+            ("gpu_operator_values", (plan,)),
+            ("gpu_operator_values", (plan, {}, "v26.3.3", True, False)),
+            ("kueue_values", (plan, {"tag": "v0.19.2"}, True, "monitoring")),
+            ("kueue_manager_config_yaml", (plan,)),
+            ("kube_prometheus_values", (plan, "gpushare-grafana-admin", {"revision": 3})),
+            ("config_hash", (device_plugin["data"],)),
+            ("dra_mig_layout_hash", (plan,)),
+            ("unmanaged", (objects,)),
+            ("window_flavors", (plan,)),
+            ("prune_candidates", ([{"item": {"kind": "Cohort", "api_version": "kueue.x-k8s.io/v1beta2"},
+                                    "resources": [{"metadata": {"name": "gone"}}]}], objects, [])),
+            ("gpu_pods", ([], ["gpu-operator"])),
+            ("monitoring_objects", (plan, "monitoring", "namespace", 3600)),
+            ("prometheus_rule", (plan,)),
+            ("team_dashboard", (plan,)),
+            ("dashboard_configmap", (plan, "monitoring")),
+        ]
+        if render_helm.dra_nodes(plan):
+            calls.append(("dra_driver_values", (plan, {}, False)))
+        for name, args in calls:
+            module = render_helm if name in HELM else render_monitoring
+            assert FILTERS[name](*args) == _json(getattr(module, name)(*args)), (example, name)
+
+
+def test_filters_give_plain_json_data():
+    plan = build_plan(load_example("four-gpu-server"))
+    assert FILTERS["kueue_manager_config_yaml"](plan) == render_helm.kueue_manager_config_yaml(plan)
+    objects = FILTERS["monitoring_objects"](plan, "monitoring")
+    assert objects == json.loads(json.dumps(render_monitoring.monitoring_objects(plan)))
+
+
+def test_filter_reports_a_bad_plan():
+    plan = build_plan(load_example("four-gpu-server"))  # no DRA nodes
+    with pytest.raises(ValueError):
+        render_helm.dra_driver_values(plan)
+    with pytest.raises(AnsibleFilterError, match="gpushare.cluster.dra_driver_values"):
+        FILTERS["dra_driver_values"](plan)
