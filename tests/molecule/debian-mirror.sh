@@ -10,4 +10,5 @@ if [ -z "$mirror" ]; then
     | awk '{for (i = 2; i <= NF; i++) if ($i ~ /^https?:/) {print $i; exit}}' \
     | grep -E '/debian/?$' | head -n1 || true)
 fi
-echo "${mirror:-http://deb.debian.org/debian}" | sed 's#/$##'
+mirror=${mirror:-http://deb.debian.org/debian}
+echo "${mirror%/}"
