@@ -116,9 +116,6 @@ class Inventory:
     workloads: tuple[Workload, ...]
     policy: Policy
 
-    def team(self, name: str) -> Team:
-        return next(t for t in self.teams if t.name == name)
-
     @property
     def production_team(self) -> Team | None:
         return next((t for t in self.teams if t.production), None)
