@@ -1,0 +1,47 @@
+"""The kueue role applied to the twin with kubernetes.core, as on a real cluster.
+
+tests/twin/apply-plan.yml runs the plan module and the kueue role (kueue_install: false,
+the twin runs Kueue as a process) against the twin's kubeconfig. The objects must be
+accepted by the apiserver and Kueue's webhooks, the ClusterQueues become Active, a second
+run changes nothing, and a team that leaves the inventory loses its Kueue objects (prune).
+"""
+from __future__ import annotations
+
+from twinclient import ApiError, is_true
+
+import pytest
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+
+
+def test_objects_accepted_and_queues_active(twin_session, roles_apply, example_plan):
+    assert roles_apply["first"]["counts"]["failed"] == 0
+    for obj in example_plan["kueue"]["objects"]:
+        kind, meta = obj["kind"], obj["metadata"]
+        plural = {"WorkloadPriorityClass": "workloadpriorityclasses"}.get(kind, kind.lower() + "s")
+        path = (f"{KUEUE}/namespaces/{meta['namespace']}/{plural}/{meta['name']}"
+                if meta.get("namespace") else f"{KUEUE}/{plural}/{meta['name']}")
+        live = twin_session.get(path)
+        assert live["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpushare.cluster"
+        if kind in ("ClusterQueue", "LocalQueue"):
+            assert is_true(live, "Active"), (path, live.get("status"))
+    for team in example_plan["teams"]:
+        for ns in team["namespaces"]:
+            twin_session.get(f"/api/v1/namespaces/{ns}")
+
+
+def test_second_run_changes_nothing(roles_apply):
+    assert roles_apply["second"]["counts"]["changed"] == 0, roles_apply["second"]["stdout"][-4000:]
+
+
+def test_team_removed_from_inventory_is_pruned(twin_session, roles_apply):
+    assert roles_apply["extra_cluster_queue"]["metadata"]["name"] == "research"
+    assert roles_apply["first"]["counts"]["changed"] > 0
+    for path in (f"{KUEUE}/clusterqueues/research",
+                 f"{KUEUE}/namespaces/research/localqueues/research",
+                 f"{KUEUE}/workloadpriorityclasses/research"):
+        with pytest.raises(ApiError) as err:
+            twin_session.get(path)
+        assert err.value.status == 404, path
+    # Namespaces are never pruned: they hold the team's workloads.
+    twin_session.get("/api/v1/namespaces/research")
