@@ -1,0 +1,358 @@
+"""The example day (../shared/design.md) replayed on the twin, on a compressed clock.
+
+The Plan of inventory-examples/four-gpu-server is applied by the kueue role (conftest's
+roles_apply); gpu01 is a KWOK node made from the Plan (gpu_nodes.py), its status written by
+the simulated device plugin. One simulated hour lasts GPUSHARE_TWIN_HOUR_S seconds
+(default 1). Every workload is a batch/v1 Job that requests only its GPU resource and
+carries kueue.x-k8s.io/queue-name; KWOK runs its pod without a container.
+
+    08:00 vLLM (prod-serving, nvidia.com/gpu: 1) is admitted
+    09:30 embeddings, classifier, speech-to-text (their MIG profiles) are admitted
+    10:00 five notebooks (nvidia.com/mig-7g.141gb.shared: 1 each) are admitted
+    13:00 the fine-tune (training, nvidia.com/gpu: 2) waits: insufficient quota
+    19:00 the notebooks close; the night window: node labels, device plugin (GPU 2 whole),
+          ClusterQueues; the fine-tune is admitted, borrowing data-science's GPU, on gpu01
+    05:10 the fine-tune ends (KWOK completes its pod)
+    07:00 the day state again; the notebooks are admitted again
+
+Then production's reclaim (three tries) and the isolation of a foreign queue name.
+Measured numbers go to $GPUSHARE_TWIN_STATE/results/example-day.json.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+
+import pytest
+
+import gpu_nodes
+from twinclient import condition, is_true, state_dir
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+GPU = "nvidia.com/gpu"
+SHARED = "nvidia.com/mig-7g.141gb.shared"
+HOUR_S = float(os.environ.get("GPUSHARE_TWIN_HOUR_S", "1"))
+TIMEOUT = 120
+LONG = "1h"  # a KWOK delay longer than the test: the pod runs until its Job is deleted
+RESULTS: dict = {"hour_s": HOUR_S}
+
+
+def plural(kind: str) -> str:
+    return {"WorkloadPriorityClass": "workloadpriorityclasses"}.get(kind, kind.lower() + "s")
+
+
+def object_path(obj: dict) -> str:
+    meta = obj["metadata"]
+    if meta.get("namespace"):
+        return f"{KUEUE}/namespaces/{meta['namespace']}/{plural(obj['kind'])}/{meta['name']}"
+    return f"{KUEUE}/{plural(obj['kind'])}/{meta['name']}"
+
+
+def apply_kueue(twin, objects) -> None:
+    """Server-side apply with the kueue role's field manager, as the role would."""
+    for obj in objects:
+        twin.apply(object_path(obj), obj, manager="gpushare")
+
+
+def gpu_weight(resource: str) -> float:
+    """Whole-GPU equivalents of one unit: a MIG slice is its compute slices out of 7, a
+    replica of the time-sliced 7g instance one fifth (5 replicas)."""
+    if resource == GPU:
+        return 1.0
+    if resource == SHARED:
+        return 1.0 / 5
+    m = re.match(r"nvidia\.com/mig-(\d)g\.", resource)
+    return int(m.group(1)) / 7.0
+
+
+def job(name, ns, queue, requests: dict, delay: str = LONG) -> dict:
+    requests = {k: str(v) for k, v in requests.items()}
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": ns, "labels": {"kueue.x-k8s.io/queue-name": queue}},
+        "spec": {
+            "parallelism": 1, "completions": 1, "backoffLimit": 0,
+            "template": {
+                "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": delay,
+                                             "pod-complete.stage.kwok.x-k8s.io/jitter-delay": delay}},
+                "spec": {"restartPolicy": "Never", "containers": [{
+                    "name": "main", "image": "registry.invalid/gpushare/app:1",
+                    "resources": {"requests": requests, "limits": requests}}]},
+            },
+        },
+    }
+
+
+def workload_of(twin, ns, job_name):
+    for wl in twin.get(f"{KUEUE}/namespaces/{ns}/workloads")["items"]:
+        if any(r.get("kind") == "Job" and r.get("name") == job_name
+               for r in wl["metadata"].get("ownerReferences", [])):
+            return wl
+    return None
+
+
+def pod_running(twin, ns, job_name):
+    pods = twin.get(f"/api/v1/namespaces/{ns}/pods?labelSelector=batch.kubernetes.io/job-name%3D"
+                    f"{job_name}")["items"]
+    for pod in pods:
+        if pod["status"].get("phase") == "Running" and not pod["metadata"].get("deletionTimestamp"):
+            return pod
+    return None
+
+
+class Day:
+    """The compressed clock and the ledger of admissions and GPU use.
+
+    A discrete-event clock: the simulated time is the time of the current event; `at()`
+    sleeps the gap to the next event (hours times HOUR_S seconds) after the current
+    event's work (submitting, waiting for admission and pods) is done. Real latencies are
+    measured separately with a monotonic clock."""
+
+    def __init__(self, twin, plan):
+        self.twin, self.plan = twin, plan
+        self.now_h = 8.0
+        self.jobs: dict[str, dict] = {}
+        self.log: list[str] = []
+
+    def at(self, hhmm: str) -> None:
+        h, m = map(int, hhmm.split(":"))
+        target = h + m / 60 + (24 if h < 8 else 0)
+        assert target >= self.now_h, (hhmm, self.now_h)
+        time.sleep((target - self.now_h) * HOUR_S)
+        self.now_h = target
+        self.log.append(hhmm)
+
+    def submit(self, name, ns, queue, requests, delay=LONG):
+        self.twin.create(f"/apis/batch/v1/namespaces/{ns}/jobs", job(name, ns, queue, requests, delay))
+        self.jobs[name] = {"ns": ns, "requests": requests, "submitted": time.monotonic(),
+                           "admitted": None, "ended": None, "admitted_h": None, "ended_h": None}
+        return self.jobs[name]
+
+    def wait_admitted(self, name, since=None):
+        rec = self.jobs[name]
+        wl = self.twin.wait_for(f"{name} admitted", lambda: (lambda w: w if w and is_true(w, "Admitted")
+                                                             else None)(workload_of(self.twin, rec["ns"], name)),
+                                timeout=TIMEOUT, interval=0.1)
+        rec["admitted"], rec["admitted_h"], rec["ended"], rec["ended_h"] = time.monotonic(), self.now_h, None, None
+        rec["cq"] = wl["status"]["admission"]["clusterQueue"]
+        rec["time_to_admission_s"] = round(rec["admitted"] - (since or rec["submitted"]), 2)
+        return wl
+
+    def end(self, name, delete=True):
+        rec = self.jobs[name]
+        if delete:
+            self.twin.request("DELETE", f"/apis/batch/v1/namespaces/{rec['ns']}/jobs/{name}",
+                              {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
+                              ok=(200, 202, 404))
+        if rec["admitted"] and not rec["ended"]:
+            rec["ended"], rec["ended_h"] = time.monotonic(), self.now_h
+
+    def gpu_use(self, until) -> dict:
+        """Per ClusterQueue: GPU-seconds of the compressed run (real seconds admitted, times
+        whole-GPU equivalents) and GPU-hours of the simulated day (event times)."""
+        teams: dict[str, list] = {}
+        for rec in self.jobs.values():
+            if not rec["admitted"]:
+                continue
+            gpus = sum(gpu_weight(r) * int(n) for r, n in rec["requests"].items())
+            acc = teams.setdefault(rec["cq"], [0.0, 0.0])
+            acc[0] += gpus * ((rec["ended"] or until) - rec["admitted"])
+            acc[1] += gpus * ((rec["ended_h"] if rec["ended_h"] is not None else self.now_h) - rec["admitted_h"])
+        return {t: {"gpu_seconds": round(v[0], 1), "simulated_gpu_hours": round(v[1], 2)}
+                for t, v in sorted(teams.items())}
+
+
+@pytest.fixture(scope="module")
+def nodes(twin_session, example_plan, roles_apply):
+    names = gpu_nodes.create_nodes(twin_session, example_plan)
+    sim = gpu_nodes.DevicePluginSim(twin_session, example_plan)
+    sim.sync()
+    for name in names:
+        twin_session.wait_for(f"node {name} Ready", lambda n=name: is_true(
+            twin_session.get(f"/api/v1/nodes/{n}"), "Ready"), timeout=TIMEOUT)
+    return sim
+
+
+def test_gpu_nodes_from_plan(twin_session, example_plan, nodes):
+    for state in example_plan["nodes"]:
+        live = twin_session.get(f"/api/v1/nodes/{state['name']}")
+        expected = dict(state["labels"], **{gpu_nodes.PRODUCT_LABEL: "NVIDIA-H200"})
+        assert live["metadata"]["labels"] == expected
+        for field in ("capacity", "allocatable"):
+            got = live["status"][field]
+            for res, count in state["advertised"].items():
+                assert got[res] == str(count), (field, res, got)
+            assert got["cpu"] == str(state["cpus"]) and got["pods"] == gpu_nodes.PODS
+    assert example_plan["nodes"][0]["advertised"][GPU] == 2
+    assert example_plan["nodes"][0]["advertised"][SHARED] == 5
+
+
+def window(plan, name):
+    return next(w for w in plan["windows"] if w["name"] == name)
+
+
+def cluster_queue_usage(twin, cq, resource):
+    for fl in (twin.get(f"{KUEUE}/clusterqueues/{cq}").get("status") or {}).get("flavorsReservation") or []:
+        for res in fl["resources"]:
+            if res["name"] == resource:
+                return res
+    return None
+
+
+@pytest.fixture(scope="module")
+def day(twin_session, example_plan, nodes):
+    return Day(twin_session, example_plan)
+
+
+def test_example_day(twin_session, example_plan, nodes, day):
+    twin, plan = twin_session, example_plan
+    wl_by_name = {w["name"]: w for w in plan["workloads"]}
+    node = plan["nodes"][0]["name"]
+
+    day.at("08:00")
+    day.submit("vllm-chat", "prod-serving", "production", {GPU: 1})
+    wl = day.wait_admitted("vllm-chat")
+    assert wl["status"]["admission"]["clusterQueue"] == "production"
+    twin.wait_for("vLLM pod running", lambda: pod_running(twin, "prod-serving", "vllm-chat"), timeout=TIMEOUT)
+
+    day.at("09:30")
+    for name in ("embeddings", "classifier", "speech-to-text"):
+        profile = wl_by_name[name]["slices"][0]["profile"]
+        day.submit(name, "prod-serving", "production", {f"nvidia.com/mig-{profile}": 1})
+    for name in ("embeddings", "classifier", "speech-to-text"):
+        wl = day.wait_admitted(name)
+        flavors = wl["status"]["admission"]["podSetAssignments"][0]["flavors"]
+        assert list(flavors.values()) == ["h200-141gb-mig"], flavors
+        pod = twin.wait_for(f"{name} pod running", lambda n=name: pod_running(twin, "prod-serving", n),
+                            timeout=TIMEOUT)
+        assert pod["spec"]["nodeName"] == node
+
+    day.at("10:00")
+    notebooks = [f"notebook-{i}" for i in range(5)]
+    for name in notebooks:
+        day.submit(name, "data-science", "data-science", {SHARED: 1})
+    for name in notebooks:
+        day.wait_admitted(name)
+    twin.wait_for("data-science's 5 shared replicas in its ClusterQueue status", lambda: (
+        cluster_queue_usage(twin, "data-science", SHARED) or {}).get("total") == "5", timeout=TIMEOUT)
+
+    day.at("13:00")
+    # Runs 10 h 10 min once admitted (19:00 to 05:10); KWOK completes its pod then.
+    runtime_ms = int((5 + 24 - 19 + 10 / 60) * HOUR_S * 1000)
+    day.submit("fine-tune", "training", "training", {GPU: 2}, delay=f"{runtime_ms}ms")
+
+    def quota_refused():
+        wl = workload_of(twin, "training", "fine-tune")
+        cond = condition(wl, "QuotaReserved") if wl else None
+        return cond if cond and cond["status"] == "False" and "insufficient" in cond["message"] else None
+
+    cond = twin.wait_for("fine-tune refused for quota", quota_refused, timeout=TIMEOUT)
+    # Kueue v0.19.2: "couldn't assign flavors to pod set main: insufficient unused quota for
+    # nvidia.com/gpu in flavor h200-141gb-whole, 1 more needed"
+    assert re.search(r"insufficient (unused )?quota for nvidia\.com/gpu ", cond["message"]), cond
+    RESULTS["fine_tune_pending_message"] = cond["message"]
+    assert not is_true(workload_of(twin, "training", "fine-tune"), "Admitted")
+
+    day.at("19:00")
+    for name in notebooks:
+        day.end(name)
+    twin.wait_for("notebooks' workloads gone", lambda: not any(
+        workload_of(twin, "data-science", n) for n in notebooks), timeout=TIMEOUT)
+    night = window(plan, "night")
+    window_applied = time.monotonic()
+    for state in night["nodes"]:
+        gpu_nodes.set_labels(twin, state)
+    assert nodes.sync() == [node]
+    live = twin.get(f"/api/v1/nodes/{node}")["status"]["allocatable"]
+    assert live[GPU] == "3" and live[SHARED] == "0", live
+    apply_kueue(twin, night["kueue"]["objects"])
+    wl = day.wait_admitted("fine-tune")
+    day.jobs["fine-tune"]["time_to_admission_after_window_s"] = round(
+        day.jobs["fine-tune"]["admitted"] - window_applied, 2)
+    assert wl["status"]["admission"]["clusterQueue"] == "training"
+    twin.wait_for("training borrows one GPU (ClusterQueue status)", lambda: (lambda u: u and u.get("total") == "2"
+                  and u.get("borrowed") == "1")(cluster_queue_usage(twin, "training", GPU)), timeout=TIMEOUT)
+    pod = twin.wait_for("fine-tune pod running", lambda: pod_running(twin, "training", "fine-tune"),
+                        timeout=TIMEOUT)
+    assert pod["spec"]["nodeName"] == node
+
+    day.at("05:10")
+    twin.wait_for("fine-tune finished", lambda: is_true(workload_of(twin, "training", "fine-tune"),
+                                                        "Finished"), timeout=TIMEOUT, interval=0.1)
+    finished = time.monotonic()
+    day.end("fine-tune", delete=False)
+    RESULTS["fine_tune_ran_s"] = round(finished - day.jobs["fine-tune"]["admitted"], 2)
+    RESULTS["fine_tune_planned_run_s"] = runtime_ms / 1000
+
+    day.at("07:00")
+    for state in plan["nodes"]:
+        gpu_nodes.set_labels(twin, state)
+    assert nodes.sync() == [node]
+    live = twin.get(f"/api/v1/nodes/{node}")["status"]["allocatable"]
+    assert live[GPU] == "2" and live[SHARED] == "5", live
+    apply_kueue(twin, [o for o in plan["kueue"]["objects"] if o["kind"] in ("ResourceFlavor", "ClusterQueue")])
+    morning = [f"notebook-{i}-morning" for i in range(5)]
+    for name in morning:
+        day.submit(name, "data-science", "data-science", {SHARED: 1})
+    for name in morning:
+        day.wait_admitted(name)
+    until = time.monotonic()
+    RESULTS["time_to_admission_s"] = {n: r["time_to_admission_s"] for n, r in day.jobs.items() if r["admitted"]}
+    RESULTS["fine_tune_after_window_s"] = day.jobs["fine-tune"]["time_to_admission_after_window_s"]
+    RESULTS["gpu_use"] = day.gpu_use(until)
+    RESULTS["events"] = day.log
+    write_results()
+
+
+def write_results():
+    out = state_dir() / "results"
+    out.mkdir(exist_ok=True)
+    (out / "example-day.json").write_text(json.dumps(RESULTS, indent=2) + "\n")
+    print(json.dumps(RESULTS, indent=2))
+
+
+def test_production_reclaims(twin_session, day):
+    """Training borrows production's idle whole GPU; production submits and Kueue preempts."""
+    twin = twin_session
+    day.end("vllm-chat")
+    twin.wait_for("vLLM workload gone", lambda: not workload_of(twin, "prod-serving", "vllm-chat"),
+                  timeout=TIMEOUT)
+    day.submit("fine-tune-2", "training", "training", {GPU: 2})
+    delays = []
+    for attempt in range(3):
+        wl = day.wait_admitted("fine-tune-2")
+        twin.wait_for("training borrows production's GPU", lambda: (cluster_queue_usage(
+            twin, "training", GPU) or {}).get("borrowed") == "1", timeout=TIMEOUT)
+        twin.wait_for("fine-tune-2 pod running", lambda: pod_running(twin, "training", "fine-tune-2"),
+                      timeout=TIMEOUT)
+        name = f"vllm-reclaim-{attempt}"
+        day.submit(name, "prod-serving", "production", {GPU: 1})
+        day.wait_admitted(name)
+        delays.append(day.jobs[name]["time_to_admission_s"])
+        wl = workload_of(twin, "training", "fine-tune-2")
+        preempted = condition(wl, "Preempted")
+        assert preempted and preempted["status"] == "True", wl["status"]
+        assert preempted["reason"] == "InCohortReclamation", preempted
+        twin.wait_for(f"{name} pod running", lambda n=name: pod_running(twin, "prod-serving", n),
+                      timeout=TIMEOUT)
+        day.end(name)
+        twin.wait_for(f"{name} workload gone", lambda n=name: not workload_of(twin, "prod-serving", n),
+                      timeout=TIMEOUT)
+    RESULTS["reclaim_delay_s"] = delays
+    write_results()
+    assert max(delays) < 30, delays
+
+
+def test_foreign_queue_name_never_admitted(twin_session):
+    """A Job in training that names production's LocalQueue, which only exists in prod-serving."""
+    twin = twin_session
+    twin.create("/apis/batch/v1/namespaces/training/jobs", job("sneaky", "training", "production", {GPU: 1}))
+    time.sleep(8)
+    wl = workload_of(twin, "training", "sneaky")
+    assert wl is None or not is_true(wl, "Admitted"), wl
+    assert not (wl and is_true(wl, "QuotaReserved")), wl
+    assert twin.get("/apis/batch/v1/namespaces/training/jobs/sneaky")["spec"]["suspend"] is True
+    RESULTS["foreign_queue"] = (condition(wl, "QuotaReserved") or {}).get("message") if wl else "no Workload"
+    write_results()
