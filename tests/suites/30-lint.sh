@@ -11,6 +11,6 @@ out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 ansible-galaxy collection build --force --output-path "$out" >/dev/null
 tarball=$(ls "$out"/gpushare-cluster-*.tar.gz)
-ansible-galaxy collection install --offline --no-deps -p "$out/installed" "$tarball" >/dev/null
+ansible-galaxy collection install --force --offline --no-deps -p "$out/installed" "$tarball" >/dev/null
 test -f "$out/installed/ansible_collections/gpushare/cluster/plugins/modules/plan.py"
 echo "collection tarball $(basename "$tarball") builds and installs"
