@@ -16,7 +16,7 @@ carries kueue.x-k8s.io/queue-name; KWOK runs its pod without a container.
     07:00 the day state again; the notebooks are admitted again
 
 Then production's reclaim (three tries) and the isolation of a foreign queue name.
-Measured numbers go to $GPUSHARE_TWIN_STATE/results/example-day.json.
+Measured numbers go to build/twin/example-day.json (or $GPUSHARE_TWIN_RESULTS).
 """
 from __future__ import annotations
 
@@ -24,13 +24,15 @@ import json
 import os
 import re
 import time
+from pathlib import Path
 
 import pytest
 
 import gpu_nodes
-from twinclient import condition, is_true, state_dir
+from twinclient import condition, is_true
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+ROOT = Path(__file__).resolve().parents[2]
 GPU = "nvidia.com/gpu"
 SHARED = "nvidia.com/mig-7g.141gb.shared"
 HOUR_S = float(os.environ.get("GPUSHARE_TWIN_HOUR_S", "1"))
@@ -221,8 +223,8 @@ def test_example_day(twin_session, example_plan, nodes, day):
     for name in ("embeddings", "classifier", "speech-to-text"):
         profile = wl_by_name[name]["slices"][0]["profile"]
         day.submit(name, "prod-serving", "production", {f"nvidia.com/mig-{profile}": 1})
-    for name in ("embeddings", "classifier", "speech-to-text"):
-        wl = day.wait_admitted(name)
+    admitted = {name: day.wait_admitted(name) for name in ("embeddings", "classifier", "speech-to-text")}
+    for name, wl in admitted.items():
         flavors = wl["status"]["admission"]["podSetAssignments"][0]["flavors"]
         assert list(flavors.values()) == ["h200-141gb-mig"], flavors
         pod = twin.wait_for(f"{name} pod running", lambda n=name: pod_running(twin, "prod-serving", n),
@@ -307,8 +309,9 @@ def test_example_day(twin_session, example_plan, nodes, day):
 
 
 def write_results():
-    out = state_dir() / "results"
-    out.mkdir(exist_ok=True)
+    # Outside the twin's state directory, which 50-twin.sh deletes after a passing run.
+    out = Path(os.environ.get("GPUSHARE_TWIN_RESULTS", ROOT / "build" / "twin"))
+    out.mkdir(parents=True, exist_ok=True)
     (out / "example-day.json").write_text(json.dumps(RESULTS, indent=2) + "\n")
     print(json.dumps(RESULTS, indent=2))
 
