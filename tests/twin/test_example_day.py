@@ -134,9 +134,11 @@ class Day:
 
     def wait_admitted(self, name, since=None):
         rec = self.jobs[name]
-        wl = self.twin.wait_for(f"{name} admitted", lambda: (lambda w: w if w and is_true(w, "Admitted")
-                                                             else None)(workload_of(self.twin, rec["ns"], name)),
-                                timeout=TIMEOUT, interval=0.1)
+        def admitted():
+            w = workload_of(self.twin, rec["ns"], name)
+            return w if w and is_true(w, "Admitted") else None
+
+        wl = self.twin.wait_for(f"{name} admitted", admitted, timeout=TIMEOUT, interval=0.1)
         rec["admitted"], rec["admitted_h"], rec["ended"], rec["ended_h"] = time.monotonic(), self.now_h, None, None
         rec["cq"] = wl["status"]["admission"]["clusterQueue"]
         rec["time_to_admission_s"] = round(rec["admitted"] - (since or rec["submitted"]), 2)
@@ -274,8 +276,11 @@ def test_example_day(twin_session, example_plan, nodes, day):
     day.jobs["fine-tune"]["time_to_admission_after_window_s"] = round(
         day.jobs["fine-tune"]["admitted"] - window_applied, 2)
     assert wl["status"]["admission"]["clusterQueue"] == "training"
-    twin.wait_for("training borrows one GPU (ClusterQueue status)", lambda: (lambda u: u and u.get("total") == "2"
-                  and u.get("borrowed") == "1")(cluster_queue_usage(twin, "training", GPU)), timeout=TIMEOUT)
+    def borrowing_one():
+        usage = cluster_queue_usage(twin, "training", GPU)
+        return usage and usage.get("total") == "2" and usage.get("borrowed") == "1"
+
+    twin.wait_for("training borrows one GPU (ClusterQueue status)", borrowing_one, timeout=TIMEOUT)
     pod = twin.wait_for("fine-tune pod running", lambda: pod_running(twin, "training", "fine-tune"),
                         timeout=TIMEOUT)
     assert pod["spec"]["nodeName"] == node
