@@ -134,6 +134,7 @@ class Day:
 
     def wait_admitted(self, name, since=None):
         rec = self.jobs[name]
+
         def admitted():
             w = workload_of(self.twin, rec["ns"], name)
             return w if w and is_true(w, "Admitted") else None
@@ -276,6 +277,7 @@ def test_example_day(twin_session, example_plan, nodes, day):
     day.jobs["fine-tune"]["time_to_admission_after_window_s"] = round(
         day.jobs["fine-tune"]["admitted"] - window_applied, 2)
     assert wl["status"]["admission"]["clusterQueue"] == "training"
+
     def borrowing_one():
         usage = cluster_queue_usage(twin, "training", GPU)
         return usage and usage.get("total") == "2" and usage.get("borrowed") == "1"
