@@ -27,13 +27,9 @@ TIMEOUT = 120
 
 
 @pytest.fixture(scope="module")
-def twin() -> Twin:
-    try:
-        client = Twin()
-    except FileNotFoundError as exc:
-        pytest.fail(f"the cluster twin is not up ({exc}); start it with tests/twin/up.sh")
-    client.get("/readyz")
-    return client
+def twin(twin_session) -> Twin:
+    """The session's client (conftest.py), which fails when the twin is not up."""
+    return twin_session
 
 
 @pytest.fixture(scope="module")
