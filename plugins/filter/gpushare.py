@@ -26,6 +26,8 @@ RENDERERS = {
     "kueue_manager_config_yaml": render_helm.kueue_manager_config_yaml,
     "kube_prometheus_values": render_helm.kube_prometheus_values,
     "gpu_pods": render_helm.gpu_pods,
+    "pods_on_changing_gpus": render_helm.pods_on_changing_gpus,
+    "gpu_layout_since": render_helm.gpu_layout_since,
     "config_hash": render_helm.config_hash,
     "dra_mig_layout_hash": render_helm.dra_mig_layout_hash,
     "unmanaged": render_helm.unmanaged,

@@ -12,6 +12,7 @@ because a silently ignored typo in a quota is worse than an error.
 from __future__ import annotations
 
 import re
+import zoneinfo
 from dataclasses import dataclass
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
@@ -106,6 +107,7 @@ class Policy:
     mig_leftover: str
     cpu_memory_quota: str
     allow_disruption: bool
+    timezone: str
     path: str = "gpushare_policy"
 
 
@@ -295,6 +297,9 @@ def _read_window(problems: Problems, path: str, value, gpu_mode: str) -> Sharing
     replicas = r.integer("replicas", None, minimum=2, maximum=64)
     if mode in ("timeslice", "mps") and "replicas" not in r.data:
         problems.add(r.at("replicas"), "is required when the window's mode is %s" % mode)
+    if r.data.get("name") in ("auto", "none"):
+        problems.add(r.at("name"), "is a reserved word of the plan module's window option", r.data["name"],
+                     "another window name")
     if None in (start, end, mode):
         return None
     return SharingWindow(name=r.string("name", "window-%s" % start.replace(":", ""), DNS_LABEL,
@@ -429,7 +434,11 @@ def _read_workload(problems: Problems, path: str, value) -> Workload | None:
 def _read_policy(problems: Problems, value) -> Policy:
     r = _Reader(problems, "gpushare_policy", value or {},
                 ("cluster_name", "kubernetes_distribution", "cohort", "mig_leftover", "cpu_memory_quota",
-                 "allow_disruption"))
+                 "allow_disruption", "timezone"))
+    timezone = r.string("timezone", "UTC")
+    if timezone and not _known_timezone(timezone):
+        problems.add(r.at("timezone"), "unknown time zone", timezone, "an IANA time zone name such as Europe/Berlin or UTC",
+                     "Sharing windows' from/until are read in this zone")
     return Policy(
         cluster_name=r.string("cluster_name", "gpushare", DNS_LABEL, "cluster name (a DNS label)"),
         distribution=r.choice("kubernetes_distribution", DISTRIBUTIONS, "kubeadm"),
@@ -437,7 +446,18 @@ def _read_policy(problems: Problems, value) -> Policy:
         mig_leftover=r.choice("mig_leftover", MIG_LEFTOVER, "carve"),
         cpu_memory_quota=r.choice("cpu_memory_quota", CPU_MEMORY_QUOTA, "ignore"),
         allow_disruption=r.boolean("allow_disruption", False),
+        timezone=timezone or "UTC",
     )
+
+
+def _known_timezone(name: str) -> bool:
+    if name == "UTC":
+        return True
+    try:
+        zoneinfo.ZoneInfo(name)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
 
 
 def load_inventory(variables: dict) -> Inventory:
@@ -495,6 +515,7 @@ def _cross_check(problems: Problems, teams: list[Team], nodes: list[Node], workl
                 problems.add(gpu.path + ".team", "a %s GPU needs an owning team (its replicas are that team's quota)"
                              % gpu.mode)
         _check_node_sharing(problems, node)
+    _check_windows(problems, nodes)
     seen = set()
     for w in workloads:
         if w.team not in names:
@@ -502,6 +523,40 @@ def _cross_check(problems: Problems, teams: list[Team], nodes: list[Node], workl
         if w.name in seen:
             problems.add(w.path + ".name", "workload name used twice", w.name)
         seen.add(w.name)
+
+
+def _minutes(clock: str) -> int:
+    hours, minutes = clock.split(":")
+    return int(hours) * 60 + int(minutes)
+
+
+def window_minutes(start: str, end: str) -> list[tuple[int, int]]:
+    """The minutes of the day [from, until) covers, as one or two half-open ranges (a window
+    such as 19:00-07:00 runs past midnight)."""
+    a, b = _minutes(start), _minutes(end)
+    return [(a, b)] if a < b else [(a, 24 * 60), (0, b)]
+
+
+def _check_windows(problems: Problems, nodes: list[Node]) -> None:
+    """The Plan has one state per window name, so a name means the same hours everywhere and
+    two different windows are never in force at once."""
+    first: dict[str, SharingWindow] = {}
+    for w in (w for node in nodes for gpu in node.gpus for w in gpu.windows):
+        seen = first.setdefault(w.name, w)
+        if seen is not w and (seen.start, seen.end) != (w.start, w.end):
+            problems.add(w.path, "window %s is %s-%s at %s; every window of one name has the same hours"
+                         % (w.name, seen.start, seen.end, seen.path), "%s-%s" % (w.start, w.end),
+                         "%s-%s" % (seen.start, seen.end))
+    names = sorted(first)
+    for i, name in enumerate(names):
+        for other in names[i + 1:]:
+            a, b = first[name], first[other]
+            if any(s1 < e2 and s2 < e1 for s1, e1 in window_minutes(a.start, a.end)
+                   for s2, e2 in window_minutes(b.start, b.end)):
+                problems.add(b.path, "window %s (%s-%s) overlaps window %s (%s-%s at %s)"
+                             % (other, b.start, b.end, name, a.start, a.end, a.path), other, "windows that do not overlap",
+                             "Each window is planned as one state of the cluster; give GPUs that change at the "
+                             "same hours one window name")
 
 
 def _check_node_sharing(problems: Problems, node: Node) -> None:

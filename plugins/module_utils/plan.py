@@ -14,13 +14,15 @@ documented in docs/plan-format.md.
 from __future__ import annotations
 
 import dataclasses
+import datetime
+import zoneinfo
 from collections import defaultdict
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import (
     dra_claims, kueue_quotas, mig_planner, sharing_planner)
 from ansible_collections.gpushare.cluster.plugins.module_utils.errors import PlanInvalid, Problems
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import CATALOG
-from ansible_collections.gpushare.cluster.plugins.module_utils.model import Inventory, load_inventory
+from ansible_collections.gpushare.cluster.plugins.module_utils.model import Inventory, load_inventory, window_minutes
 
 PLAN_FORMAT = "gpushare.cluster/plan-v1"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -44,7 +46,8 @@ def build_plan(variables: dict) -> dict:
                     "cohort": inventory.policy.cohort,
                     "mig_leftover": inventory.policy.mig_leftover,
                     "cpu_memory_quota": inventory.policy.cpu_memory_quota,
-                    "allow_disruption": inventory.policy.allow_disruption},
+                    "allow_disruption": inventory.policy.allow_disruption,
+                    "timezone": inventory.policy.timezone},
         "teams": state["teams"],
         "nodes": state["nodes"],
         "workloads": state["workloads"],
@@ -407,4 +410,22 @@ def _plan_window(inventory: Inventory, name: str, problems: Problems) -> dict:
     }
 
 
-__all__ = ["build_plan", "PlanInvalid", "PLAN_FORMAT"]
+def active_window(plan: dict, clock: str) -> dict | None:
+    """The window in force at ``clock`` (HH:MM in the plan's time zone), or None for the
+    base state. Windows never overlap (model._check_windows), so there is at most one."""
+    hours, minutes = map(int, clock.split(":"))
+    minute = hours * 60 + minutes
+    for window in plan["windows"]:
+        if any(start <= minute < end for start, end in window_minutes(window["from"], window["until"])):
+            return window
+    return None
+
+
+def local_clock(plan: dict, now: datetime.datetime | None = None) -> str:
+    """HH:MM of ``now`` (default: the current time) in the plan's time zone."""
+    name = plan["cluster"]["timezone"]
+    zone = datetime.timezone.utc if name == "UTC" else zoneinfo.ZoneInfo(name)
+    return (now or datetime.datetime.now(datetime.timezone.utc)).astimezone(zone).strftime("%H:%M")
+
+
+__all__ = ["build_plan", "active_window", "local_clock", "PlanInvalid", "PLAN_FORMAT"]

@@ -107,15 +107,34 @@ def namespace_objects(plan: dict) -> list[dict]:
     return objects
 
 
-def render(plan: dict, gpu_operator_namespace: str = GPU_OPERATOR_NAMESPACE) -> dict[str, list[dict]]:
-    """Objects per stage: namespaces, gpu_operator, node_labels, dra_driver, kueue."""
-    kueue = list(plan["kueue"]["objects"])
+def state_nodes(plan: dict, window: dict | None = None) -> list[dict]:
+    """Every node as it is in the base state or inside ``window`` (which lists only the nodes it changes)."""
+    changed = {n["name"]: n for n in (window or {}).get("nodes", [])}
+    return [changed.get(n["name"], n) for n in plan["nodes"]]
+
+
+def state_kueue_objects(plan: dict, window: dict | None = None) -> list[dict]:
+    """The Kueue objects of the base state or inside ``window``: the window's ResourceFlavors,
+    ClusterQueues and Cohort replace the base ones; queues and priorities stay."""
+    if not window:
+        return list(plan["kueue"]["objects"])
+    base = plan["kueue"]["objects"]
+    replaced = {o["kind"] for o in window["kueue"]["objects"]}
+    kind_order = list(dict.fromkeys(o["kind"] for o in base))  # flavors before the queues that name them
+    objects = list(window["kueue"]["objects"]) + [o for o in base if o["kind"] not in replaced]
+    return sorted(objects, key=lambda o: kind_order.index(o["kind"]))
+
+
+def render(plan: dict, gpu_operator_namespace: str = GPU_OPERATOR_NAMESPACE,
+           window: dict | None = None) -> dict[str, list[dict]]:
+    """Objects per stage (namespaces, gpu_operator, node_labels, dra_driver, kueue) of the
+    base state, or of the state inside ``window``. The ConfigMaps hold every state's configs."""
     return {
         "namespaces": namespace_objects(plan),
         "gpu_operator": gpu_operator_objects(plan, gpu_operator_namespace),
-        "node_labels": node_label_objects(plan["nodes"]),
+        "node_labels": node_label_objects(state_nodes(plan, window)),
         "dra_driver": list(plan["dra"]["claim_templates"]),
-        "kueue": kueue,
+        "kueue": state_kueue_objects(plan, window),
     }
 
 

@@ -48,6 +48,21 @@ options:
     description: Namespace of the GPU Operator, where its ConfigMaps are written.
     type: str
     default: gpu-operator
+  window:
+    description:
+      - Which state of the cluster the returned C(manifests) are for, when GPUs have sharing
+        windows (C(schedule) in C(gpushare_node)).
+      - C(auto) is the window in force at O(at), or now in C(gpushare_policy.timezone), and the
+        base state outside every window; so a run at any hour converges to that hour's state
+        and a scheduled run at a window's boundaries switches it.
+      - C(none) is the base state; a window name forces that window.
+    type: str
+    default: auto
+  at:
+    description:
+      - Time of day C(HH:MM) in C(gpushare_policy.timezone) for O(window=auto), instead of now
+        (to preview a window, or for a scheduler that runs a little early).
+    type: str
 attributes:
   check_mode:
     description: Can run in check_mode and return the same plan; it never changes anything.
@@ -78,7 +93,13 @@ plan:
   returned: success
   type: dict
 manifests:
-  description: The Kubernetes objects to apply, by stage (namespaces, gpu_operator, node_labels, dra_driver, kueue).
+  description:
+    - The Kubernetes objects to apply, by stage (namespaces, gpu_operator, node_labels, dra_driver, kueue),
+      for the state chosen by O(window): node labels and Kueue flavors/ClusterQueues differ inside a window.
+  returned: success
+  type: dict
+window:
+  description: The window the manifests are for (name, from, until), or null for the base state.
   returned: success
   type: dict
 files:
@@ -99,13 +120,14 @@ problems:
 '''
 
 import json
+import re
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 try:
     from ansible_collections.gpushare.cluster.plugins.module_utils.errors import PlanInvalid
-    from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+    from ansible_collections.gpushare.cluster.plugins.module_utils.plan import active_window, build_plan, local_clock
     from ansible_collections.gpushare.cluster.plugins.module_utils import (
         render_manifests, render_report, render_svg)
     IMPORT_ERROR = None
@@ -121,6 +143,8 @@ def main():
             workloads=dict(type='list', elements='dict', default=[]),
             policy=dict(type='dict', default={}),
             gpu_operator_namespace=dict(type='str', default='gpu-operator'),
+            window=dict(type='str', default='auto'),
+            at=dict(type='str'),
         ),
         supports_check_mode=True,
     )
@@ -138,14 +162,39 @@ def main():
         module.fail_json(msg=str(invalid), problems=[p.as_dict() for p in invalid.problems])
     except ImportError:
         module.fail_json(msg=missing_required_lib('scipy'), exception=traceback.format_exc())
+    window, clock = choose_window(module, plan)
     namespace = module.params['gpu_operator_namespace']
     files = [{'path': 'plan.json', 'content': json.dumps(plan, indent=2, sort_keys=False) + '\n'},
              {'path': 'report.md', 'content': render_report.report_markdown(plan)},
              {'path': 'split.svg', 'content': render_svg.render_svg(plan)}]
     files += [{'path': 'manifests/' + f['path'], 'content': f['content']}
               for f in render_manifests.manifest_files(plan, namespace)]
-    module.exit_json(changed=False, plan=plan, manifests=render_manifests.render(plan, namespace), files=files,
-                     summary=render_report.split_table(plan))
+    summary = render_report.split_table(plan)
+    if plan['windows']:
+        summary.append('Sharing window %s: %s' % (
+            'in force at %s %s' % (clock, plan['cluster']['timezone']) if clock else 'chosen',
+            '%s (%s-%s)' % (window['name'], window['from'], window['until']) if window else 'none (the base state)'))
+    module.exit_json(changed=False, plan=plan, manifests=render_manifests.render(plan, namespace, window),
+                     files=files, summary=summary,
+                     window={k: window[k] for k in ('name', 'from', 'until')} if window else None)
+
+
+def choose_window(module, plan):
+    """(window or None, the HH:MM it was chosen for or None) from the window and at options."""
+    wanted, clock = module.params['window'], module.params['at']
+    names = [w['name'] for w in plan['windows']]
+    if wanted == 'none':
+        return None, None
+    if wanted != 'auto':
+        if wanted not in names:
+            module.fail_json(msg='window %r is not a window of the plan; windows: %s (or auto, none)'
+                             % (wanted, ', '.join(names) or 'none declared'))
+        return next(w for w in plan['windows'] if w['name'] == wanted), None
+    if clock is None:
+        clock = local_clock(plan)
+    elif not re.match(r'^([01][0-9]|2[0-3]):[0-5][0-9]$', clock):
+        module.fail_json(msg='at must be a time of day HH:MM, not %r' % clock)
+    return active_window(plan, clock), clock
 
 
 if __name__ == '__main__':

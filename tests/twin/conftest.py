@@ -18,6 +18,7 @@ for extra in (ROOT / ".collections", ROOT / "tests" / "unit"):
     if str(extra) not in sys.path:
         sys.path.insert(0, str(extra))
 
+import gpu_nodes  # noqa: E402
 from twinclient import Twin, state_dir  # noqa: E402
 
 EXAMPLE = ROOT / "inventory-examples" / "four-gpu-server"
@@ -44,27 +45,41 @@ def example_plan() -> dict:
     return build_plan(load_example("four-gpu-server"))
 
 
-def run_playbook(inventory: Path) -> dict:
+def run_playbook(inventory: Path, at: str = "08:00", check: bool = True) -> dict:
+    """ansible-playbook tests/twin/apply-plan.yml for the state in force at ``at`` (simulated
+    time of day). Returns the recap counts, stdout and seconds; asserts success if ``check``."""
     bindir = Path(sys.executable).parent
     env = dict(os.environ, PATH=f"{bindir}:{os.environ.get('PATH', '')}",
                ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
     cmd = [str(bindir / "ansible-playbook") if (bindir / "ansible-playbook").exists()
            else "ansible-playbook", "-i", str(inventory), "tests/twin/apply-plan.yml",
-           "-e", f"twin_kubeconfig={state_dir() / 'admin.kubeconfig'}"]
+           "-e", f"twin_kubeconfig={state_dir() / 'admin.kubeconfig'}", "-e", f"gpushare_window_at={at}"]
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     seconds = time.monotonic() - start
-    assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
     recap = re.search(r"^localhost\s+:\s+(.*)$", proc.stdout, re.M)
-    assert recap, proc.stdout[-3000:]
-    counts = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", recap.group(1))}
-    return {"counts": counts, "stdout": proc.stdout, "seconds": round(seconds, 1)}
+    if check:
+        assert proc.returncode == 0, f"{' '.join(cmd)} failed:\n{proc.stdout[-6000:]}\n{proc.stderr[-3000:]}"
+        assert recap, proc.stdout[-3000:]
+    counts = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", recap.group(1))} if recap else {}
+    return {"counts": counts, "stdout": proc.stdout, "rc": proc.returncode, "seconds": round(seconds, 1)}
 
 
 @pytest.fixture(scope="session")
-def roles_apply(tmp_path_factory, twin_session) -> dict:
+def operator_sim(twin_session, example_plan):
+    """The example Plan's GPU nodes as they are before the roles run, and the MIG Manager /
+    device plugin stand-in running for the whole session (gpu_nodes.OperatorSim)."""
+    gpu_nodes.create_nodes(twin_session, example_plan)
+    sim = gpu_nodes.OperatorSim(twin_session, example_plan).start()
+    yield sim
+    sim.stop()
+
+
+@pytest.fixture(scope="session")
+def roles_apply(tmp_path_factory, twin_session, operator_sim) -> dict:
     """Three ansible-playbook runs: a copy of the example inventory with one more team, then
-    the example inventory twice. The twin ends with exactly the example's Plan applied."""
+    the example inventory twice. The twin ends with exactly the example's Plan applied (the
+    base state: 08:00)."""
     copy = tmp_path_factory.mktemp("inventory") / "four-gpu-server"
     shutil.copytree(EXAMPLE, copy)
     teams_file = copy / "group_vars" / "all" / "teams.yml"
@@ -76,4 +91,5 @@ def roles_apply(tmp_path_factory, twin_session) -> dict:
     runs["extra_cluster_queue"] = twin_session.get(cq)
     runs["first"] = run_playbook(EXAMPLE)
     runs["second"] = run_playbook(EXAMPLE)
+    runs["sim_advertised"] = list(operator_sim.advertised)
     return runs

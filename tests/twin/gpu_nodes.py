@@ -1,31 +1,39 @@
-"""GPU nodes of the cluster twin, made from the Plan, and a stand-in for the device plugin.
+"""GPU nodes of the cluster twin, made from the Plan, and a stand-in for the GPU Operator's
+MIG Manager and device plugin.
 
-`create_nodes(twin, plan)` makes one KWOK node per `plan["nodes"][i]` with exactly the Plan's
-node labels (what the gpu_operator role sets) plus `nvidia.com/gpu.product` (what GPU
-Feature Discovery would set: the NVML product name with spaces as dashes), and the status
-the device plugin would report.
+`create_nodes(twin, plan)` makes one KWOK node per `plan["nodes"][i]` as it is before the
+gpu_operator role runs: the labels GPU Feature Discovery and the operator set
+(`nvidia.com/gpu.product`, the NVML product name with spaces as dashes, and
+`nvidia.com/mig.config: all-disabled`, the operator's default on MIG-capable nodes) and
+every GPU advertised whole as `nvidia.com/gpu`, with cpu, memory and pods.
 
-`advertise(twin, node_state)` is the simulated NVIDIA device plugin: it writes the node's
-`status.capacity` and `status.allocatable` from a Plan node state, the base one
-(`plan["nodes"][i]`) or a window's (`plan["windows"][w]["nodes"][j]`): its `advertised`
-counts plus cpu, memory and pods. A resource the new state no longer has is set to 0, as
-the kubelet does for a resource its device plugin stopped advertising.
+`OperatorSim` is the stand-in, polling the nodes (a thread while the roles run, or one
+`sync()` pass). Per node it does what the real components do when the role changes labels:
 
-`DevicePluginSim.sync()` re-advertises a node when its `nvidia.com/device-plugin.config`
-and `nvidia.com/mig.config` labels name another state's configs, as the real device plugin
-(which watches its config label and restarts with the new config) and the MIG Manager
-(which re-partitions on a mig.config label change) would. It does only that: it does not
-check that a MIG layout is possible, does not model the MIG Manager's drain of GPU pods,
-its `mig.config.state` label or the time a re-partition takes, and it knows only the
-states the Plan lists (an unknown label pair raises).
+- MIG Manager: when `nvidia.com/mig.config.state` is `pending` it applies the layout the
+  `nvidia.com/mig.config` label names and sets the state to `success`;
+- device plugin: it advertises, in `status.capacity` and `status.allocatable`, what the
+  Plan state named by the node's (`nvidia.com/device-plugin.config`, `nvidia.com/mig.config`)
+  labels advertises (a resource the state no longer has is set to 0, as the kubelet does
+  for a resource no plugin advertises), re-advertising whenever those labels change.
+
+It does only that: it does not check that a layout is possible (the planner's tests do),
+does not drain or refuse on busy GPUs (the role decides that before it sets the label), takes
+no time to re-partition, and knows only the states the Plan lists plus the node's initial
+one; an unknown label pair is an error, recorded and raised by `stop()`.
 """
 from __future__ import annotations
 
+import threading
 import urllib.parse
+
+from twinclient import ApiError
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
 DP_LABEL = "nvidia.com/device-plugin.config"
 MIG_LABEL = "nvidia.com/mig.config"
+MIG_STATE_LABEL = "nvidia.com/mig.config.state"
+OPERATOR_DEFAULT_MIG_CONFIG = "all-disabled"
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
 PODS = "110"
 
@@ -34,33 +42,33 @@ def product_label(product: str) -> str:
     return product.replace(" ", "-")
 
 
-def node_labels(node_state: dict) -> dict:
-    labels = dict(node_state["labels"])
-    labels[PRODUCT_LABEL] = product_label(node_state["product"])
-    return labels
-
-
-def resources(node_state: dict) -> dict:
+def resources(node_state: dict, advertised: dict) -> dict:
     res = {"cpu": str(node_state["cpus"]), "memory": f"{node_state['memory_gib']}Gi", "pods": PODS}
-    res.update({name: str(count) for name, count in node_state["advertised"].items()})
+    res.update({name: str(count) for name, count in advertised.items()})
     return res
 
 
-def node_object(node_state: dict) -> dict:
+def initial_node(node_state: dict) -> dict:
+    """The node before the gpu_operator role: operator defaults, every GPU whole."""
+    whole = {"nvidia.com/gpu": node_state["gpu_count"]}
     return {
         "apiVersion": "v1",
         "kind": "Node",
         "metadata": {"name": node_state["name"], "annotations": dict(KWOK_ANNOTATION),
-                     "labels": node_labels(node_state)},
-        "status": {"capacity": resources(node_state), "allocatable": resources(node_state)},
+                     "labels": {PRODUCT_LABEL: product_label(node_state["product"]),
+                                MIG_LABEL: OPERATOR_DEFAULT_MIG_CONFIG}},
+        "status": {"capacity": resources(node_state, whole), "allocatable": resources(node_state, whole)},
     }
 
 
-def advertise(twin, node_state: dict) -> dict:
-    """The simulated device plugin: node status from one Plan node state (base or window)."""
-    path = f"/api/v1/nodes/{node_state['name']}"
-    current = twin.get(path)["status"]
-    new = resources(node_state)
+def node_path(name: str) -> str:
+    return f"/api/v1/nodes/{urllib.parse.quote(name)}"
+
+
+def advertise(twin, node_state: dict, advertised: dict) -> dict:
+    """Node status as the device plugin (through the kubelet) reports ``advertised``."""
+    current = twin.get(node_path(node_state["name"]))["status"]
+    new = resources(node_state, advertised)
     status = {}
     for field in ("capacity", "allocatable"):
         values = dict(new)
@@ -68,53 +76,81 @@ def advertise(twin, node_state: dict) -> dict:
             if name.startswith("nvidia.com/") and name not in new:
                 values[name] = "0"  # the kubelet zeroes a resource no plugin advertises
         status[field] = values
-    return twin.patch_status_merge(path, {"status": status})
-
-
-def set_labels(twin, node_state: dict) -> dict:
-    """Node labels of a state, as the gpu_operator role patches them (20-node-labels.yaml)."""
-    return twin.request("PATCH", f"/api/v1/nodes/{node_state['name']}",
-                        {"metadata": {"labels": node_labels(node_state)}},
-                        content_type="application/merge-patch+json")
+    return twin.patch_status_merge(node_path(node_state["name"]), {"status": status})
 
 
 def create_nodes(twin, plan: dict) -> list[str]:
     names = []
     for node_state in plan["nodes"]:
-        twin.create("/api/v1/nodes", node_object(node_state))
-        advertise(twin, node_state)  # status on create is not guaranteed to be kept
+        node = initial_node(node_state)
+        twin.create("/api/v1/nodes", node)
+        twin.patch_status_merge(node_path(node_state["name"]), {"status": node["status"]})  # status on create is not kept
         names.append(node_state["name"])
     return names
 
 
 def states(plan: dict) -> dict:
-    """(node, device-plugin config, mig config) -> Plan node state, for the base and every window."""
+    """(node, device-plugin config, mig config) -> what that state advertises, for the base
+    state, every window and each node's initial state (no device-plugin config, all-disabled)."""
     out = {}
+    for node_state in plan["nodes"]:
+        out[(node_state["name"], None, OPERATOR_DEFAULT_MIG_CONFIG)] = {"nvidia.com/gpu": node_state["gpu_count"]}
     for node_state in plan["nodes"] + [n for w in plan.get("windows", []) for n in w["nodes"]]:
         labels = node_state["labels"]
-        out[(node_state["name"], labels.get(DP_LABEL), labels.get(MIG_LABEL))] = node_state
+        out[(node_state["name"], labels.get(DP_LABEL), labels.get(MIG_LABEL))] = node_state["advertised"]
     return out
 
 
-class DevicePluginSim:
-    """Re-advertises a node when its config labels change to another Plan state's."""
+class OperatorSim:
+    """The MIG Manager and device plugin stand-in for the Plan's nodes (see the module doc)."""
 
-    def __init__(self, twin, plan: dict):
-        self.twin = twin
+    def __init__(self, twin, plan: dict, interval: float = 0.2):
+        self.twin, self.interval = twin, interval
+        self.base = {n["name"]: n for n in plan["nodes"]}
         self.states = states(plan)
-        self.nodes = [n["name"] for n in plan["nodes"]]
         self.current: dict[str, tuple] = {}
+        self.advertised: list[tuple] = []  # (node, dp config, mig config), in order
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
 
     def sync(self) -> list[str]:
         """One reconcile pass; returns the nodes re-advertised."""
         changed = []
-        for name in self.nodes:
-            labels = self.twin.get(f"/api/v1/nodes/{urllib.parse.quote(name)}")["metadata"]["labels"]
+        for name, node_state in self.base.items():
+            labels = self.twin.get(node_path(name))["metadata"]["labels"]
             key = (name, labels.get(DP_LABEL), labels.get(MIG_LABEL))
             if key not in self.states:
                 raise AssertionError(f"node {name}: labels {key[1:]} name no state of the Plan")
-            if self.current.get(name) != key:
-                advertise(self.twin, self.states[key])
+            pending = labels.get(MIG_STATE_LABEL) == "pending"
+            if self.current.get(name) != key or pending:
+                advertise(self.twin, node_state, self.states[key])
                 self.current[name] = key
+                self.advertised.append(key)
                 changed.append(name)
+            if pending:
+                self.twin.request("PATCH", node_path(name), {"metadata": {"labels": {MIG_STATE_LABEL: "success"}}},
+                                  content_type="application/merge-patch+json")
         return changed
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.sync()
+            except (OSError, ApiError):
+                continue  # the apiserver is down or restarting (test_restarts): try again
+            except AssertionError as exc:  # reported by stop()
+                self.errors.append(str(exc))
+                return
+
+    def start(self) -> OperatorSim:
+        self._thread = threading.Thread(target=self._run, name="operator-sim", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=10)
+        if self.errors:
+            raise AssertionError("operator stand-in failed: " + "; ".join(self.errors))

@@ -1,8 +1,8 @@
 """The example day (../shared/design.md) replayed on the twin, on a compressed clock.
 
-The Plan of inventory-examples/four-gpu-server is applied by the kueue role (conftest's
-roles_apply); gpu01 is a KWOK node made from the Plan (gpu_nodes.py), its status written by
-the simulated device plugin. One simulated hour lasts GPUSHARE_TWIN_HOUR_S seconds
+The Plan of inventory-examples/four-gpu-server is applied by the gpu_operator and kueue roles
+(conftest's roles_apply, at 08:00); gpu01 is a KWOK node made from the Plan (gpu_nodes.py),
+its MIG state and status written by the MIG Manager / device plugin stand-in. One simulated hour lasts GPUSHARE_TWIN_HOUR_S seconds
 (default 1). Every workload is a batch/v1 Job that requests only its GPU resource and
 carries kueue.x-k8s.io/queue-name; KWOK runs its pod without a container.
 
@@ -10,10 +10,12 @@ carries kueue.x-k8s.io/queue-name; KWOK runs its pod without a container.
     09:30 embeddings, classifier, speech-to-text (their MIG profiles) are admitted
     10:00 five notebooks (nvidia.com/mig-7g.141gb.shared: 1 each) are admitted
     13:00 the fine-tune (training, nvidia.com/gpu: 2) waits: insufficient quota
-    19:00 the notebooks close; the night window: node labels, device plugin (GPU 2 whole),
+    19:00 the notebooks close; the roles run as scheduled (tests/twin/apply-plan.yml at
+          19:00): the plan module picks the night window, gpu_operator relabels gpu01 (GPU 2
+          whole; the stand-in re-partitions and re-advertises), kueue applies the night
           ClusterQueues; the fine-tune is admitted, borrowing data-science's GPU, on gpu01
     05:10 the fine-tune ends (KWOK completes its pod)
-    07:00 the day state again; the notebooks are admitted again
+    07:00 the roles run again: the base state; the notebooks are admitted again
 
 Then production's reclaim (three tries) and the isolation of a foreign queue name.
 Measured numbers go to build/twin/example-day.json (or $GPUSHARE_TWIN_RESULTS).
@@ -29,6 +31,7 @@ from pathlib import Path
 import pytest
 
 import gpu_nodes
+from conftest import EXAMPLE, run_playbook
 from twinclient import condition, is_true
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -39,23 +42,6 @@ HOUR_S = float(os.environ.get("GPUSHARE_TWIN_HOUR_S", "1"))
 TIMEOUT = 120
 LONG = "1h"  # a KWOK delay longer than the test: the pod runs until its Job is deleted
 RESULTS: dict = {"hour_s": HOUR_S}
-
-
-def plural(kind: str) -> str:
-    return {"WorkloadPriorityClass": "workloadpriorityclasses"}.get(kind, kind.lower() + "s")
-
-
-def object_path(obj: dict) -> str:
-    meta = obj["metadata"]
-    if meta.get("namespace"):
-        return f"{KUEUE}/namespaces/{meta['namespace']}/{plural(obj['kind'])}/{meta['name']}"
-    return f"{KUEUE}/{plural(obj['kind'])}/{meta['name']}"
-
-
-def apply_kueue(twin, objects) -> None:
-    """Server-side apply with the kueue role's field manager, as the role would."""
-    for obj in objects:
-        twin.apply(object_path(obj), obj, manager="gpushare")
 
 
 def gpu_weight(resource: str) -> float:
@@ -170,21 +156,25 @@ class Day:
 
 
 @pytest.fixture(scope="module")
-def nodes(twin_session, example_plan, roles_apply):
-    names = gpu_nodes.create_nodes(twin_session, example_plan)
-    sim = gpu_nodes.DevicePluginSim(twin_session, example_plan)
-    sim.sync()
-    for name in names:
-        twin_session.wait_for(f"node {name} Ready", lambda n=name: is_true(
+def nodes(twin_session, example_plan, operator_sim, roles_apply):
+    """The example's GPU nodes after the roles ran (conftest: operator_sim, roles_apply)."""
+    for state in example_plan["nodes"]:
+        twin_session.wait_for(f"node {state['name']} Ready", lambda n=state["name"]: is_true(
             twin_session.get(f"/api/v1/nodes/{n}"), "Ready"), timeout=TIMEOUT)
-    return sim
+    return operator_sim
 
 
-def test_gpu_nodes_from_plan(twin_session, example_plan, nodes):
+def test_gpu_nodes_from_plan(twin_session, example_plan, nodes, roles_apply):
+    """The gpu_operator role relabelled the operator's default node; the MIG change went
+    pending -> success and the device plugin stand-in advertises the Plan's resources."""
     for state in example_plan["nodes"]:
         live = twin_session.get(f"/api/v1/nodes/{state['name']}")
-        expected = dict(state["labels"], **{gpu_nodes.PRODUCT_LABEL: "NVIDIA-H200"})
+        expected = dict(state["labels"], **{gpu_nodes.PRODUCT_LABEL: "NVIDIA-H200", gpu_nodes.MIG_STATE_LABEL: "success"})
         assert live["metadata"]["labels"] == expected
+        since = json.loads(live["metadata"]["annotations"]["gpushare.cluster/gpu-layout-since"])
+        assert sorted(since) == [str(g["index"]) for g in state["gpus"]]  # from all-disabled: every GPU
+        assert (state["name"], gpu_nodes.OPERATOR_DEFAULT_MIG_CONFIG) not in [
+            (k[0], k[2]) for k in roles_apply["sim_advertised"][1:]]  # left the default state once, for good
         for field in ("capacity", "allocatable"):
             got = live["status"][field]
             for res, count in state["advertised"].items():
@@ -265,14 +255,22 @@ def test_example_day(twin_session, example_plan, nodes, day):
         day.end(name)
     twin.wait_for("notebooks' workloads gone", lambda: not any(
         workload_of(twin, "data-science", n) for n in notebooks), timeout=TIMEOUT)
+    # Their pods hold GPU 2 until they are gone; the role would refuse the switch before.
+    twin.wait_for("notebooks' pods gone", lambda: not twin.get("/api/v1/namespaces/data-science/pods")["items"],
+                  timeout=TIMEOUT)
+    # The scheduled run of the roles at 19:00 (cron or an AWX schedule on a real cluster):
+    # the plan module picks the night window; vLLM and the MIG services keep running (their
+    # GPUs are not re-partitioned), the notebooks' GPU goes whole.
     night = window(plan, "night")
     window_applied = time.monotonic()
-    for state in night["nodes"]:
-        gpu_nodes.set_labels(twin, state)
-    assert nodes.sync() == [node]
+    run = run_playbook(EXAMPLE, at="19:00")
+    RESULTS["window_switch_playbook_s"] = {"19:00": run["seconds"]}
+    assert "Sharing window in force at 19:00 UTC: night (19:00-07:00)" in run["stdout"]
+    labels = twin.get(f"/api/v1/nodes/{node}")["metadata"]["labels"]
+    assert labels[gpu_nodes.MIG_LABEL] == night["nodes"][0]["labels"][gpu_nodes.MIG_LABEL], labels
+    assert labels[gpu_nodes.MIG_STATE_LABEL] == "success", labels
     live = twin.get(f"/api/v1/nodes/{node}")["status"]["allocatable"]
     assert live[GPU] == "3" and live[SHARED] == "0", live
-    apply_kueue(twin, night["kueue"]["objects"])
     wl = day.wait_admitted("fine-tune")
     day.jobs["fine-tune"]["time_to_admission_after_window_s"] = round(
         day.jobs["fine-tune"]["admitted"] - window_applied, 2)
@@ -296,12 +294,14 @@ def test_example_day(twin_session, example_plan, nodes, day):
     RESULTS["fine_tune_planned_run_s"] = runtime_ms / 1000
 
     day.at("07:00")
-    for state in plan["nodes"]:
-        gpu_nodes.set_labels(twin, state)
-    assert nodes.sync() == [node]
+    # vLLM still runs on a whole GPU; it started before GPU 2 became whole (the node's
+    # gpu-layout-since annotation), so it cannot be on GPU 2 and the switch back goes ahead.
+    run = run_playbook(EXAMPLE, at="07:00")
+    RESULTS["window_switch_playbook_s"]["07:00"] = run["seconds"]
+    assert "Sharing window in force at 07:00 UTC: none (the base state)" in run["stdout"]
+    assert pod_running(twin, "prod-serving", "vllm-chat")
     live = twin.get(f"/api/v1/nodes/{node}")["status"]["allocatable"]
     assert live[GPU] == "2" and live[SHARED] == "5", live
-    apply_kueue(twin, [o for o in plan["kueue"]["objects"] if o["kind"] in ("ResourceFlavor", "ClusterQueue")])
     morning = [f"notebook-{i}-morning" for i in range(5)]
     for name in morning:
         day.submit(name, "data-science", "data-science", {SHARED: 1})

@@ -7,6 +7,7 @@ run changes nothing, and a team that leaves the inventory loses its Kueue object
 """
 from __future__ import annotations
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.render_manifests import render
 from twinclient import ApiError, is_true
 
 import pytest
@@ -45,3 +46,15 @@ def test_team_removed_from_inventory_is_pruned(twin_session, roles_apply):
         assert err.value.status == 404, path
     # Namespaces are never pruned: they hold the team's workloads.
     twin_session.get("/api/v1/namespaces/research")
+
+
+def test_gpu_operator_objects_applied(twin_session, roles_apply, example_plan):
+    """The gpu_operator role (gpu_operator_install: false): namespace, the two ConfigMaps
+    holding every state's configs, and the node labels of the base state."""
+    ns = twin_session.get("/api/v1/namespaces/gpu-operator")
+    assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "privileged"
+    for cm in render(example_plan)["gpu_operator"]:
+        live = twin_session.get(f"/api/v1/namespaces/gpu-operator/configmaps/{cm['metadata']['name']}")
+        assert live["data"] == cm["data"]
+        assert live["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpushare.cluster"
+    assert "gpushare-gpu01-night" in render(example_plan)["gpu_operator"][0]["data"]["config.yaml"]

@@ -172,9 +172,10 @@ TWIN_ETCD_VERSION=$TWIN_ETCD_VERSION
 EOF
 
 # ---- process helpers ---------------------------------------------------------------
-start() {  # NAME BINARY ARGS...
+start() {  # NAME BINARY ARGS... (the command is kept in $PIDS/NAME.cmd for restart.sh)
   local name=$1; shift
   log "start $name"
+  { [ -z "${KUBECONFIG:-}" ] || printf 'export KUBECONFIG=%q\n' "$KUBECONFIG"; printf 'exec'; printf ' %q' "$@"; echo; } > "$PIDS/$name.cmd"
   "$@" > "$LOGS/$name.log" 2>&1 < /dev/null &
   echo $! > "$PIDS/$name.pid"
 }

@@ -27,7 +27,7 @@ FILTERS = gpushare_filter.FilterModule().filters()
 
 HELM = ("gpu_operator_values", "dra_driver_values", "kueue_values", "kueue_manager_config_yaml",
         "kube_prometheus_values", "gpu_pods", "config_hash", "dra_mig_layout_hash", "unmanaged",
-        "window_flavors", "prune_candidates")
+        "window_flavors", "prune_candidates", "pods_on_changing_gpus", "gpu_layout_since")
 MONITORING = ("monitoring_objects", "prometheus_rule", "team_dashboard", "dashboard_configmap")
 
 
@@ -65,6 +65,8 @@ def test_filters_give_the_renderers_results():
             ("prune_candidates", ([{"item": {"kind": "Cohort", "api_version": "kueue.x-k8s.io/v1beta2"},
                                     "resources": [{"metadata": {"name": "gone"}}]}], objects, [])),
             ("gpu_pods", ([], ["gpu-operator"])),
+            ("pods_on_changing_gpus", ([], plan, plan["nodes"][0]["name"], "all-disabled", "x")),
+            ("gpu_layout_since", (plan, plan["nodes"][0]["name"], "all-disabled", "x", None, "T")),
             ("monitoring_objects", (plan, "monitoring", "namespace", 3600)),
             ("prometheus_rule", (plan,)),
             ("team_dashboard", (plan,)),

@@ -1,0 +1,81 @@
+"""A crash of kube-apiserver or of Kueue in the middle of a roles run is survived by
+re-running: the re-run succeeds, the run after it changes nothing, and the twin holds the
+state the Plan asks for.
+
+Each run is tests/twin/apply-plan.yml (gpu_operator, kueue roles) switching the sharing
+window; tests/twin/restart.sh SIGKILLs the process when the kueue role starts applying its
+objects, keeps it down 2 s and starts it again with the same command. Runs after the example
+day (the twin is then in the base state) and leaves the base state behind.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+import pytest
+
+from conftest import EXAMPLE, ROOT, run_playbook
+from twinclient import is_true
+
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+TRIGGER = "TASK [gpushare.cluster.kueue : Apply | ResourceFlavors"
+RESULTS: dict = {}
+
+
+def interrupted_run(component: str, at: str) -> dict:
+    """apply-plan.yml at ``at``, with ``component`` crashed and restarted when TRIGGER prints."""
+    bindir = os.path.dirname(sys.executable)
+    env = dict(os.environ, PATH=f"{bindir}:{os.environ.get('PATH', '')}", ANSIBLE_NOCOLOR="1",
+               PYTHONUNBUFFERED="1", TWIN_PYTHON=sys.executable)
+    cmd = [os.path.join(bindir, "ansible-playbook"), "-i", str(EXAMPLE), "tests/twin/apply-plan.yml",
+           "-e", f"twin_kubeconfig={os.environ.get('GPUSHARE_TWIN_STATE', '/tmp/gpushare-twin')}/admin.kubeconfig",
+           "-e", f"gpushare_window_at={at}"]
+    restarted = None
+    with subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        out = []
+        for line in proc.stdout:
+            out.append(line)
+            if restarted is None and line.startswith(TRIGGER):
+                start = time.monotonic()
+                subprocess.run([str(ROOT / "tests/twin/restart.sh"), component, "2"], env=env, check=True, timeout=180)
+                restarted = round(time.monotonic() - start, 1)
+        rc = proc.wait(timeout=600)
+    assert restarted is not None, "".join(out)[-4000:]
+    return {"rc": rc, "restart_s": restarted, "stdout": "".join(out)}
+
+
+def contains(live, planned) -> bool:
+    """Everything the Plan sets is in the live object (the apiserver adds defaults)."""
+    if isinstance(planned, dict):
+        return isinstance(live, dict) and all(k in live and contains(live[k], v) for k, v in planned.items())
+    if isinstance(planned, list):
+        return isinstance(live, list) and len(live) == len(planned) and all(map(contains, live, planned))
+    return live == planned
+
+
+def cluster_queues_active(twin) -> bool:
+    return all(is_true(cq, "Active") for cq in twin.get(f"{KUEUE}/clusterqueues")["items"])
+
+
+@pytest.mark.parametrize("component, at, window", [("kube-apiserver", "19:00", "night"), ("kueue", "07:00", None)])
+def test_a_crash_mid_run_is_survived_by_re_running(twin_session, example_plan, roles_apply, component, at, window):
+    twin = twin_session
+    crashed = interrupted_run(component, at)
+    rerun = run_playbook(EXAMPLE, at=at)
+    after = run_playbook(EXAMPLE, at=at)
+    RESULTS[component] = {"interrupted_run_rc": crashed["rc"], "restart_s": crashed["restart_s"],
+                          "rerun_changed": rerun["counts"]["changed"], "rerun_s": rerun["seconds"]}
+    print(component, RESULTS[component])
+    assert after["counts"]["changed"] == 0, after["stdout"][-4000:]
+    state = next(w for w in example_plan["windows"] if w["name"] == window)["nodes"][0] if window else example_plan["nodes"][0]
+    labels = twin.get(f"/api/v1/nodes/{state['name']}")["metadata"]["labels"]
+    assert {k: labels.get(k) for k in state["labels"]} == state["labels"]
+    twin.wait_for("ClusterQueues Active", lambda: cluster_queues_active(twin), timeout=60)
+    wanted = {o["metadata"]["name"]: o for o in (
+        next(w for w in example_plan["windows"] if w["name"] == window)["kueue"]["objects"] if window
+        else example_plan["kueue"]["objects"]) if o["kind"] == "ClusterQueue"}
+    for name, obj in wanted.items():
+        live = twin.get(f"{KUEUE}/clusterqueues/{name}")
+        assert contains(live["spec"], obj["spec"]), (name, live["spec"])
