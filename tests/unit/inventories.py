@@ -13,8 +13,14 @@ EXAMPLE_NAMES = sorted(p.name for p in EXAMPLES.iterdir() if p.is_dir())
 
 
 def load_example(name: str) -> dict:
-    """group_vars/all/*.yml merged, plus gpushare_nodes from host_vars of gpushare_gpu_nodes."""
-    base = EXAMPLES / name
+    """The example inventory inventory-examples/NAME (see load_dir)."""
+    return load_dir(EXAMPLES / name)
+
+
+def load_dir(base: Path) -> dict:
+    """group_vars/all/*.yml merged, plus gpushare_nodes from host_vars of gpushare_gpu_nodes,
+    of the inventory directory BASE (laid out like inventory-examples/*)."""
+    base = Path(base)
     variables: dict = {}
     for f in sorted((base / "group_vars" / "all").glob("*.yml")):
         variables.update(yaml.safe_load(f.read_text()) or {})
