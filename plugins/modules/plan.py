@@ -95,7 +95,7 @@ plan:
 manifests:
   description:
     - The Kubernetes objects to apply, by stage (namespaces, gpu_operator, node_labels, dra_driver, kueue),
-      for the state chosen by O(window): node labels and Kueue flavors/ClusterQueues differ inside a window.
+      for the state chosen by O(window) (node labels and Kueue flavors and ClusterQueues differ inside a window).
   returned: success
   type: dict
 window:

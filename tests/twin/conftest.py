@@ -2,6 +2,7 @@
 applied to the twin by the kueue role (ansible-playbook of tests/twin/apply-plan.yml)."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -45,15 +46,18 @@ def example_plan() -> dict:
     return build_plan(load_example("four-gpu-server"))
 
 
-def run_playbook(inventory: Path, at: str = "08:00", check: bool = True) -> dict:
+def run_playbook(inventory: Path, at: str = "08:00", check: bool = True, roles: tuple = ()) -> dict:
     """ansible-playbook tests/twin/apply-plan.yml for the state in force at ``at`` (simulated
-    time of day). Returns the recap counts, stdout and seconds; asserts success if ``check``."""
+    time of day), with only ``roles`` if given. Returns the recap counts, stdout and seconds;
+    asserts success if ``check``."""
     bindir = Path(sys.executable).parent
     env = dict(os.environ, PATH=f"{bindir}:{os.environ.get('PATH', '')}",
                ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
     cmd = [str(bindir / "ansible-playbook") if (bindir / "ansible-playbook").exists()
            else "ansible-playbook", "-i", str(inventory), "tests/twin/apply-plan.yml",
            "-e", f"twin_kubeconfig={state_dir() / 'admin.kubeconfig'}", "-e", f"gpushare_window_at={at}"]
+    if roles:
+        cmd += ["-e", json.dumps({"twin_roles": list(roles)})]
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     seconds = time.monotonic() - start

@@ -4,8 +4,8 @@ The Plan of tests/twin/inventory-dra (two servers given to the DRA driver: dra-l
 four L4, 23034 MiB each, and dra-h200-01 with one H200, 143771 MiB; the workload
 long-context-eval with `device_request: {min_memory_gib: 40}`). dra_devices.py makes the
 KWOK nodes, the ResourceSlices the NVIDIA DRA driver would publish and the chart's
-DeviceClasses; the Plan's ResourceClaimTemplate is applied server-side with the kueue role's
-field manager `gpushare`. The pods are plain Pods without a Kueue queue label (Kueue leaves
+DeviceClasses; the Plan's ResourceClaimTemplate is applied by the dra_driver role
+(tests/twin/apply-plan.yml with only that role; a second run changes nothing). The pods are plain Pods without a Kueue queue label (Kueue leaves
 them alone) that use the template through spec.resourceClaims[].resourceClaimTemplateName;
 KWOK runs a bare pod until it is deleted (its pod-complete stage only applies to Job pods).
 
@@ -29,6 +29,7 @@ import pytest
 from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
 
 import dra_devices
+from conftest import run_playbook
 from twinclient import condition, is_true
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -121,10 +122,12 @@ def fixture_dra_cluster(twin_session, dra_plan):
         twin.wait_for(f"node {name} Ready", lambda n=name: is_true(twin.get(f"/api/v1/nodes/{n}"), "Ready"),
                       timeout=TIMEOUT)
     slices = dra_devices.publish(twin, plan)
-    for obj in plan["dra"]["claim_templates"]:
-        meta = obj["metadata"]
-        twin.apply(f"{RESOURCE}/namespaces/{meta['namespace']}/resourceclaimtemplates/{meta['name']}", obj,
-                   manager="gpushare")
+    # The Plan's claim templates (and their namespaces) by the dra_driver role, as on a real
+    # cluster (dra_driver_install: false: the twin has no driver to install).
+    first = run_playbook(INVENTORY, roles=("dra_driver",))
+    assert first["counts"]["changed"] > 0
+    second = run_playbook(INVENTORY, roles=("dra_driver",))
+    assert second["counts"]["changed"] == 0, second["stdout"][-3000:]
     state = {"nodes": names, "slices": slices, "classes": classes, "namespaces": namespaces,
              "created_namespaces": created_ns, "pods": []}
     yield state

@@ -235,7 +235,9 @@ def test_example_day(twin_session, example_plan, nodes, day):
 
     day.at("13:00")
     # Runs 10 h 10 min once admitted (19:00 to 05:10); KWOK completes its pod then.
-    runtime_ms = int((5 + 24 - 19 + 10 / 60) * HOUR_S * 1000)
+    # At least 60 s, so that on a loaded machine the checks after its admission (borrowing in
+    # the ClusterQueue status, its pod) still see it run; 05:10 then waits for it to finish.
+    runtime_ms = max(int((5 + 24 - 19 + 10 / 60) * HOUR_S * 1000), 60_000)
     day.submit("fine-tune", "training", "training", {GPU: 2}, delay=f"{runtime_ms}ms")
 
     def quota_refused():

@@ -43,7 +43,8 @@ def interrupted_run(component: str, at: str) -> dict:
                 restarted = round(time.monotonic() - start, 1)
         rc = proc.wait(timeout=600)
     assert restarted is not None, "".join(out)[-4000:]
-    return {"rc": rc, "restart_s": restarted, "stdout": "".join(out)}
+    failed = [t for t, nxt in zip(out, out[1:] + [""]) if t.startswith("TASK [") and nxt.startswith(("fatal:", "failed:"))]
+    return {"rc": rc, "restart_s": restarted, "stdout": "".join(out), "failed_task": failed[:1]}
 
 
 def contains(live, planned) -> bool:
@@ -59,13 +60,32 @@ def cluster_queues_active(twin) -> bool:
     return all(is_true(cq, "Active") for cq in twin.get(f"{KUEUE}/clusterqueues")["items"])
 
 
+def test_the_night_switch_is_refused_while_notebooks_hold_gpu_2(twin_session, example_plan, roles_apply):
+    """The example day leaves the morning notebooks running on GPU 2. Switching to the night
+    layout would re-partition GPU 2 under them: the gpu_operator role refuses and names them,
+    the node keeps its labels. Once they are gone the tests below switch."""
+    twin = twin_session
+    node = example_plan["nodes"][0]
+    before = twin.get(f"/api/v1/nodes/{node['name']}")["metadata"]["labels"]
+    refused = run_playbook(EXAMPLE, at="19:00", check=False)
+    assert refused["rc"] != 0
+    assert "The plan changes nvidia.com/mig.config on gpu01 (GPU pods: data-science/notebook-0-morning" in refused["stdout"]
+    assert "prod-serving" not in refused["stdout"].split("GPU pods:")[1].split(")")[0]  # vLLM and MIG services are not in the way
+    assert twin.get(f"/api/v1/nodes/{node['name']}")["metadata"]["labels"] == before
+    for job in twin.get("/apis/batch/v1/namespaces/data-science/jobs")["items"]:
+        twin.request("DELETE", f"/apis/batch/v1/namespaces/data-science/jobs/{job['metadata']['name']}",
+                     {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}, ok=(200, 202, 404))
+    twin.wait_for("notebooks' pods gone", lambda: not twin.get("/api/v1/namespaces/data-science/pods")["items"], timeout=120)
+
+
 @pytest.mark.parametrize("component, at, window", [("kube-apiserver", "19:00", "night"), ("kueue", "07:00", None)])
 def test_a_crash_mid_run_is_survived_by_re_running(twin_session, example_plan, roles_apply, component, at, window):
     twin = twin_session
     crashed = interrupted_run(component, at)
     rerun = run_playbook(EXAMPLE, at=at)
     after = run_playbook(EXAMPLE, at=at)
-    RESULTS[component] = {"interrupted_run_rc": crashed["rc"], "restart_s": crashed["restart_s"],
+    RESULTS[component] = {"interrupted_run_rc": crashed["rc"], "failed_task": crashed["failed_task"],
+                          "restart_s": crashed["restart_s"],
                           "rerun_changed": rerun["counts"]["changed"], "rerun_s": rerun["seconds"]}
     print(component, RESULTS[component])
     assert after["counts"]["changed"] == 0, after["stdout"][-4000:]

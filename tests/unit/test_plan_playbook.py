@@ -68,6 +68,32 @@ def test_the_summary_is_printed():
     assert any(line.startswith("production") and "reclaims at once" in line for line in lines)
 
 
+def summary_lines(result) -> list[str]:
+    task = next(t for t in result["plays"][0]["tasks"] if t["task"]["name"] == "Show the split and the team quotas")
+    return task["hosts"]["localhost"]["msg"]
+
+
+@pytest.mark.parametrize("at, expected", [
+    ("20:00", "Sharing window in force at 20:00 UTC: night (19:00-07:00)"),
+    ("12:00", "Sharing window in force at 12:00 UTC: none (the base state)")])
+def test_the_summary_names_the_window_in_force(at, expected):
+    rc, result, err = run_plan(EXAMPLES / "four-gpu-server", ROOT / "build" / "test-plan-summary", "--check",
+                               "-e", "gpushare_window_at=" + at)
+    assert rc == 0, err
+    assert expected in summary_lines(result)
+
+
+@pytest.mark.parametrize("extra, message", [
+    (("-e", "gpushare_window=weekend"), "window 'weekend' is not a window of the plan; windows: night (or auto, none)"),
+    (("-e", "gpushare_window_at=7pm"), "at must be a time of day HH:MM, not '7pm'")])
+def test_a_bad_window_choice_fails_with_the_fix(tmp_path, extra, message):
+    rc, result, err = run_plan(EXAMPLES / "four-gpu-server", tmp_path / "plan", *extra)
+    assert rc != 0
+    task = next(t for t in result["plays"][0]["tasks"] if t["task"]["name"] == "Compute the plan from the inventory")
+    assert task["hosts"]["localhost"]["msg"] == message
+    assert not (tmp_path / "plan").exists()
+
+
 def test_a_bad_inventory_fails_naming_the_path_and_writes_nothing(tmp_path):
     inventory = tmp_path / "inventory"
     shutil.copytree(EXAMPLES / "four-gpu-server", inventory)

@@ -82,7 +82,7 @@ def test_two_windows_in_force_at_once_are_refused():
         (2, [{"name": "night", "from": "19:00", "until": "07:00", "mode": "whole"}]),
         (3, [{"name": "evening", "from": "17:00", "until": "20:00", "mode": "mig"}]))
     problems = _problems(variables)
-    assert any("overlaps window" in message and "evening" in message for _, message in problems), problems
+    assert any("overlaps window" in message and "evening" in message for _path, message in problems), problems
 
 
 def test_one_window_name_means_the_same_hours_everywhere():
@@ -102,7 +102,7 @@ def test_back_to_back_windows_do_not_overlap():
 def test_unknown_time_zone_and_reserved_window_names():
     variables = _with_windows((2, [{"name": "auto", "from": "19:00", "until": "07:00", "mode": "whole"}]),
                               policy={"timezone": "Mars/Olympus"})
-    paths = [path for path, _ in _problems(variables)]
+    paths = [path for path, _message in _problems(variables)]
     assert "gpushare_policy.timezone" in paths
     assert any(path.endswith("schedule[0].name") for path in paths), paths
 
