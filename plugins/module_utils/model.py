@@ -11,6 +11,7 @@ because a silently ignored typo in a quota is worse than an error.
 
 from __future__ import annotations
 
+import datetime
 import re
 import zoneinfo
 from dataclasses import dataclass
@@ -450,11 +451,14 @@ def _read_policy(problems: Problems, value) -> Policy:
     )
 
 
+def time_zone(name: str) -> datetime.tzinfo:
+    """The zone of gpushare_policy.timezone (UTC needs no tz database)."""
+    return datetime.timezone.utc if name == "UTC" else zoneinfo.ZoneInfo(name)
+
+
 def _known_timezone(name: str) -> bool:
-    if name == "UTC":
-        return True
     try:
-        zoneinfo.ZoneInfo(name)
+        time_zone(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError):
         return False
     return True

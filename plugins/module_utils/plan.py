@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
-import zoneinfo
 from collections import defaultdict
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import (
     dra_claims, kueue_quotas, mig_planner, sharing_planner)
 from ansible_collections.gpushare.cluster.plugins.module_utils.errors import PlanInvalid, Problems
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import CATALOG
-from ansible_collections.gpushare.cluster.plugins.module_utils.model import Inventory, load_inventory, window_minutes
+from ansible_collections.gpushare.cluster.plugins.module_utils.model import (
+    Inventory, load_inventory, time_zone, window_minutes)
 
 PLAN_FORMAT = "gpushare.cluster/plan-v1"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -423,8 +423,7 @@ def active_window(plan: dict, clock: str) -> dict | None:
 
 def local_clock(plan: dict, now: datetime.datetime | None = None) -> str:
     """HH:MM of ``now`` (default: the current time) in the plan's time zone."""
-    name = plan["cluster"]["timezone"]
-    zone = datetime.timezone.utc if name == "UTC" else zoneinfo.ZoneInfo(name)
+    zone = time_zone(plan["cluster"]["timezone"])
     return (now or datetime.datetime.now(datetime.timezone.utc)).astimezone(zone).strftime("%H:%M")
 
 

@@ -46,6 +46,15 @@ def example_plan() -> dict:
     return build_plan(load_example("four-gpu-server"))
 
 
+def write_results(name: str, results: dict) -> None:
+    """build/twin/NAME.json (or $GPUSHARE_TWIN_RESULTS/NAME.json): outside the twin's state
+    directory, which 50-twin.sh deletes after a passing run."""
+    out = Path(os.environ.get("GPUSHARE_TWIN_RESULTS", ROOT / "build" / "twin"))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.json").write_text(json.dumps(results, indent=2) + "\n")
+    print(json.dumps(results, indent=2))
+
+
 def run_playbook(inventory: Path, at: str = "08:00", check: bool = True, roles: tuple = ()) -> dict:
     """ansible-playbook tests/twin/apply-plan.yml for the state in force at ``at`` (simulated
     time of day), with only ``roles`` if given. Returns the recap counts, stdout and seconds;

@@ -20,7 +20,6 @@ Measured numbers go to build/twin/dra.json (or $GPUSHARE_TWIN_RESULTS).
 from __future__ import annotations
 
 import json
-import os
 import re
 import time
 from pathlib import Path
@@ -29,7 +28,7 @@ import pytest
 from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
 
 import dra_devices
-from conftest import run_playbook
+from conftest import run_playbook, write_results
 from twinclient import condition, is_true
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -344,11 +343,4 @@ def test_claim_lands_on_the_device_with_enough_memory(twin_session, dra_plan, dr
                              "delete_to_running_s": round(t_run2 - t_del, 2),
                              "delete_to_first_pod_gone_s": round(gone["t"] - t_del, 2) if gone else None}
     RESULTS["claims_seen"] = {name: sorted("/".join(d) for d in devs) for name, devs in sorted(ledger.seen.items())}
-    write_results()
-
-
-def write_results():
-    out = Path(os.environ.get("GPUSHARE_TWIN_RESULTS", ROOT / "build" / "twin"))
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "dra.json").write_text(json.dumps(RESULTS, indent=2) + "\n")
-    print(json.dumps(RESULTS, indent=2))
+    write_results("dra", RESULTS)

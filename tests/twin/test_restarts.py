@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from conftest import EXAMPLE, ROOT, run_playbook
+from conftest import EXAMPLE, ROOT, run_playbook, write_results
 from twinclient import is_true
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
@@ -72,10 +72,15 @@ def test_the_night_switch_is_refused_while_notebooks_hold_gpu_2(twin_session, ex
     assert "The plan changes nvidia.com/mig.config on gpu01 (GPU pods: data-science/notebook-0-morning" in refused["stdout"]
     assert "prod-serving" not in refused["stdout"].split("GPU pods:")[1].split(")")[0]  # vLLM and MIG services are not in the way
     assert twin.get(f"/api/v1/nodes/{node['name']}")["metadata"]["labels"] == before
-    for job in twin.get("/apis/batch/v1/namespaces/data-science/jobs")["items"]:
-        twin.request("DELETE", f"/apis/batch/v1/namespaces/data-science/jobs/{job['metadata']['name']}",
-                     {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}, ok=(200, 202, 404))
-    twin.wait_for("notebooks' pods gone", lambda: not twin.get("/api/v1/namespaces/data-science/pods")["items"], timeout=120)
+    # The crash tests below start from an idle cluster: every team's Jobs deleted.
+    namespaces = [ns for team in example_plan["teams"] for ns in team["namespaces"]]
+    for ns in namespaces:
+        for job in twin.get(f"/apis/batch/v1/namespaces/{ns}/jobs")["items"]:
+            twin.request("DELETE", f"/apis/batch/v1/namespaces/{ns}/jobs/{job['metadata']['name']}",
+                         {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
+                         ok=(200, 202, 404))
+    twin.wait_for("the teams' pods gone", lambda: not any(
+        twin.get(f"/api/v1/namespaces/{ns}/pods")["items"] for ns in namespaces), timeout=120)
 
 
 @pytest.mark.parametrize("component, at, window", [("kube-apiserver", "19:00", "night"), ("kueue", "07:00", None)])
@@ -87,7 +92,7 @@ def test_a_crash_mid_run_is_survived_by_re_running(twin_session, example_plan, r
     RESULTS[component] = {"interrupted_run_rc": crashed["rc"], "failed_task": crashed["failed_task"],
                           "restart_s": crashed["restart_s"],
                           "rerun_changed": rerun["counts"]["changed"], "rerun_s": rerun["seconds"]}
-    print(component, RESULTS[component])
+    write_results("restarts", RESULTS)
     assert after["counts"]["changed"] == 0, after["stdout"][-4000:]
     state = next(w for w in example_plan["windows"] if w["name"] == window)["nodes"][0] if window else example_plan["nodes"][0]
     labels = twin.get(f"/api/v1/nodes/{state['name']}")["metadata"]["labels"]
