@@ -345,17 +345,17 @@ def pods_on_changing_gpus(pods: list, plan: dict, node: str, current_config: str
     changing = _changing_gpus(plan, node, current_config, planned_config)
     if changing is None:
         return gpu_pods(pods, exclude_namespaces)
-    since = json.loads(layout_since) if layout_since else {}
-    in_way = []
-    for pod in _live(pods, exclude_namespaces):
+    changed_at = {index: _parse_time(stamp) for index, stamp in (json.loads(layout_since) if layout_since else {}).items()}
+
+    def may_hold(pod, index, resources):
+        if not _asked(pod) & set(resources):
+            return False
         started = _parse_time(pod.get("status", {}).get("startTime") or pod.get("metadata", {}).get("creationTimestamp"))
-        asked = _asked(pod)
-        on_changing = any(asked & set(resources) and (
-            started is None or _parse_time(since.get(str(index))) is None or started >= _parse_time(since[str(index)]))
-            for index, resources in changing.items())
-        if on_changing or pod.get("spec", {}).get("resourceClaims"):
-            in_way.append(_pod_name(pod))
-    return in_way
+        since = changed_at.get(str(index))
+        return started is None or since is None or started >= since
+
+    return [_pod_name(p) for p in _live(pods, exclude_namespaces)
+            if p.get("spec", {}).get("resourceClaims") or any(may_hold(p, i, r) for i, r in changing.items())]
 
 
 def gpu_layout_since(plan: dict, node: str, current_config: str | None, planned_config: str,
