@@ -529,7 +529,8 @@ def _cross_check(problems: Problems, teams: list[Team], nodes: list[Node], workl
         seen.add(w.name)
 
 
-def _minutes(clock: str) -> int:
+def clock_minutes(clock: str) -> int:
+    """Minutes since midnight of HH:MM."""
     hours, minutes = clock.split(":")
     return int(hours) * 60 + int(minutes)
 
@@ -537,7 +538,7 @@ def _minutes(clock: str) -> int:
 def window_minutes(start: str, end: str) -> list[tuple[int, int]]:
     """The minutes of the day [from, until) covers, as one or two half-open ranges (a window
     such as 19:00-07:00 runs past midnight)."""
-    a, b = _minutes(start), _minutes(end)
+    a, b = clock_minutes(start), clock_minutes(end)
     return [(a, b)] if a < b else [(a, 24 * 60), (0, b)]
 
 

@@ -22,7 +22,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils import (
 from ansible_collections.gpushare.cluster.plugins.module_utils.errors import PlanInvalid, Problems
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import CATALOG
 from ansible_collections.gpushare.cluster.plugins.module_utils.model import (
-    Inventory, load_inventory, time_zone, window_minutes)
+    Inventory, clock_minutes, load_inventory, time_zone, window_minutes)
 
 PLAN_FORMAT = "gpushare.cluster/plan-v1"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -413,8 +413,7 @@ def _plan_window(inventory: Inventory, name: str, problems: Problems) -> dict:
 def active_window(plan: dict, clock: str) -> dict | None:
     """The window in force at ``clock`` (HH:MM in the plan's time zone), or None for the
     base state. Windows never overlap (model._check_windows), so there is at most one."""
-    hours, minutes = map(int, clock.split(":"))
-    minute = hours * 60 + minutes
+    minute = clock_minutes(clock)
     for window in plan["windows"]:
         if any(start <= minute < end for start, end in window_minutes(window["from"], window["until"])):
             return window

@@ -120,13 +120,13 @@ problems:
 '''
 
 import json
-import re
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 try:
     from ansible_collections.gpushare.cluster.plugins.module_utils.errors import PlanInvalid
+    from ansible_collections.gpushare.cluster.plugins.module_utils.model import CLOCK
     from ansible_collections.gpushare.cluster.plugins.module_utils.plan import active_window, build_plan, local_clock
     from ansible_collections.gpushare.cluster.plugins.module_utils import (
         render_manifests, render_report, render_svg)
@@ -192,7 +192,7 @@ def choose_window(module, plan):
         return next(w for w in plan['windows'] if w['name'] == wanted), None
     if clock is None:
         clock = local_clock(plan)
-    elif not re.match(r'^([01][0-9]|2[0-3]):[0-5][0-9]$', clock):
+    elif not CLOCK.match(clock):
         module.fail_json(msg='at must be a time of day HH:MM, not %r' % clock)
     return active_window(plan, clock), clock
 
