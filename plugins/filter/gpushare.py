@@ -58,9 +58,21 @@ def _filter(name, function):
     return run
 
 
+def inventory_nodes(hosts, hostvars):
+    """``{host: its gpushare_node}`` for the plan module's ``nodes`` option.
+
+    A host without a ``gpushare_node`` maps to None, so the planner reports it with its
+    inventory path (``map(attribute=..., default=none)`` raises a template error on
+    ansible-core 2.19's host variables instead).
+    """
+    return {host: hostvars[host].get("gpushare_node") for host in hosts}
+
+
 class FilterModule:
-    """The renderers of render_helm and render_monitoring as filters."""
+    """The renderers of render_helm and render_monitoring as filters, and inventory_nodes."""
 
     def filters(self):
         """Filter name to filter function."""
-        return {name: _filter(name, function) for name, function in RENDERERS.items()}
+        filters = {name: _filter(name, function) for name, function in RENDERERS.items()}
+        filters["inventory_nodes"] = inventory_nodes
+        return filters

@@ -9,10 +9,21 @@ found and what is allowed, so the message can be acted on without reading code.
 from __future__ import annotations
 
 
+class _NoValue:
+    """Marks a problem that has no value to show (a missing key), as opposed to a value
+    that is null in YAML (None), which is shown."""
+
+    def __repr__(self) -> str:
+        return "no value"
+
+
+NO_VALUE = _NoValue()
+
+
 class InventoryProblem(Exception):
     """One thing wrong in the inventory."""
 
-    def __init__(self, path: str, message: str, value: object = None, allowed: str = "", hint: str = ""):
+    def __init__(self, path: str, message: str, value: object = NO_VALUE, allowed: str = "", hint: str = ""):
         self.path = path
         self.message = message
         self.value = value
@@ -22,17 +33,30 @@ class InventoryProblem(Exception):
 
     def __str__(self) -> str:
         text = "%s: %s" % (self.path, self.message)
-        if self.value is not None:
-            text += " (got %r)" % (self.value,)
+        if self.value is not NO_VALUE:
+            text += " (got %s)" % _shown(self.value)
         if self.allowed:
             text += "; allowed: %s" % self.allowed
         if self.hint:
             text += ". %s" % self.hint
         return text
 
+    @property
+    def has_value(self) -> bool:
+        return self.value is not NO_VALUE
+
     def as_dict(self) -> dict:
-        return {"path": self.path, "message": self.message, "value": self.value,
+        return {"path": self.path, "message": self.message, "value": self.value if self.has_value else None,
                 "allowed": self.allowed, "hint": self.hint}
+
+
+def _shown(value: object, limit: int = 80) -> str:
+    """The value as YAML writes a scalar (null, true, false, else Python's repr), cut short."""
+    if value is None or isinstance(value, bool):
+        text = {None: "null", True: "true", False: "false"}[value]
+    else:
+        text = repr(value)
+    return text if len(text) <= limit else "%s... (%d characters)" % (text[:limit], len(text))
 
 
 class PlanInvalid(Exception):
@@ -54,7 +78,7 @@ class Problems:
     def __init__(self):
         self.items: list[InventoryProblem] = []
 
-    def add(self, path: str, message: str, value: object = None, allowed: str = "", hint: str = "") -> None:
+    def add(self, path: str, message: str, value: object = NO_VALUE, allowed: str = "", hint: str = "") -> None:
         self.items.append(InventoryProblem(path, message, value, allowed, hint))
 
     def extend(self, problems) -> None:

@@ -470,6 +470,11 @@ def lookup_pci(device_id: str | int) -> GpuModel | None:
     return CATALOG[key] if key else None
 
 
+def is_ambiguous(name: str) -> bool:
+    """Whether ``name`` names several models (e.g. "h100"); ``suggest`` lists them."""
+    return isinstance(name, str) and _unprefixed(_norm(name)) in AMBIGUOUS
+
+
 def suggest(name: str, n: int = 3) -> list[str]:
     """Up to ``n`` catalogue keys closest to ``name``, for "did you mean" messages."""
     if not isinstance(name, str) or not name.strip() or n <= 0:

@@ -24,12 +24,16 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import sharing_planner
+
 API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 MODEL_LABEL = "gpushare.cluster/gpu-model"
 MANAGED_LABEL = {"app.kubernetes.io/managed-by": "gpushare.cluster"}
 CPU_MEMORY_FLAVOR = "cpu-memory"
 DRA_RESOURCE = "gpushare.cluster/dra-gpu"
+# What a team's lending_limit counts: whole GPUs, through the device plugin or DRA.
+WHOLE_GPU_RESOURCES = (sharing_planner.WHOLE, DRA_RESOURCE)
 DRA_DEVICE_CLASS = "gpu.nvidia.com"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 # Integrations on by default in v0.19 plus PyTorchJob, which v0.19 turned off by default
@@ -142,7 +146,8 @@ def plan_kueue(teams, policy, capacities: list[Capacity], cpu_memory: dict[str |
                                                         "values": sorted(team.namespaces)}]},
             "queueingStrategy": "BestEffortFIFO",
             "preemption": preemption,
-            "resourceGroups": _resource_groups(groups, lambda f, r, t=team.name: amount(t, f, r), team),
+            "resourceGroups": _resource_groups(groups, lambda f, r, t=team.name: amount(t, f, r), team,
+                                               _split_lending(team, owned)),
         }
         objects.append({"apiVersion": API, "kind": "ClusterQueue", "metadata": _meta(team.name), "spec": spec})
     for team in teams:
@@ -153,7 +158,7 @@ def plan_kueue(teams, policy, capacities: list[Capacity], cpu_memory: dict[str |
             "production_team": production.name if production else None}
 
 
-def _resource_groups(groups, amount, team) -> list[dict]:
+def _resource_groups(groups, amount, team, lending: dict | None = None) -> list[dict]:
     out = []
     for resources, flavors in groups:
         flavor_entries = []
@@ -163,15 +168,32 @@ def _resource_groups(groups, amount, team) -> list[dict]:
                 nominal = amount(flavor, resource)
                 entry = {"name": resource, "nominalQuota": _quantity(nominal)}
                 if team is not None:
-                    entry.update(_limits(team, resource, nominal))
+                    entry.update(_limits(team, resource, lending.get((flavor, resource), 0)))
                 entries.append(entry)
             flavor_entries.append({"name": flavor, "resources": entries})
         out.append({"coveredResources": list(resources), "flavors": flavor_entries})
     return out
 
 
-def _limits(team, resource: str, nominal) -> dict:
-    """Borrowing and lending limits from policy; GPU counts only, never CPU or memory."""
+def _split_lending(team, owned) -> dict[tuple[str, str], int]:
+    """A team's lending_limit is a total of whole GPUs, while Kueue caps lending per flavor
+    and resource: split it over the team's whole-GPU pools, the biggest pool first, so the
+    limits add up to exactly the team's total."""
+    if team.lending_limit is None or not team.lend:
+        return {}
+    pools = sorted(((flavor, resource), n) for (t, flavor, resource), n in owned.items()
+                   if t == team.name and resource in WHOLE_GPU_RESOURCES and n > 0)
+    left = team.lending_limit
+    split = {}
+    for key, n in sorted(pools, key=lambda kv: -kv[1]):
+        split[key] = min(left, n)
+        left -= split[key]
+    return split
+
+
+def _limits(team, resource: str, lending: int) -> dict:
+    """Borrowing and lending limits from policy; GPU counts only, never CPU or memory.
+    ``lending`` is this pool's part of the team's lending_limit (_split_lending)."""
     if resource in ("cpu", "memory"):
         return {}
     limits = {}
@@ -181,8 +203,8 @@ def _limits(team, resource: str, nominal) -> dict:
         limits["borrowingLimit"] = team.borrowing_limit
     if not team.lend:
         limits["lendingLimit"] = 0
-    elif team.lending_limit is not None:
-        limits["lendingLimit"] = min(team.lending_limit, int(nominal))
+    elif team.lending_limit is not None and resource in WHOLE_GPU_RESOURCES:
+        limits["lendingLimit"] = lending
     return limits
 
 

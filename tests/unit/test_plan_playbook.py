@@ -110,3 +110,20 @@ def test_a_bad_inventory_fails_naming_the_path_and_writes_nothing(tmp_path):
     assert paths == {"gpushare_teams[0].borrow", "hostvars[gpu01].gpushare_node.gpu_model"}
     assert "nothing was rendered or applied" in task["msg"] and "Traceback" not in task["msg"]
     assert not plan_dir.exists()
+
+
+def test_a_gpu_host_without_host_vars_gets_the_planners_message(tmp_path):
+    """A host in gpushare_gpu_nodes with no gpushare_node: the planner names it (on
+    ansible-core 2.19 ``map(attribute=..., default=none)`` on host variables raised a
+    template error instead)."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(EXAMPLES / "four-gpu-server", inventory)
+    hosts = yaml.safe_load((inventory / "hosts.yml").read_text())
+    hosts["all"]["children"]["gpushare_gpu_nodes"]["hosts"]["gpu02"] = None
+    (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
+    rc, result, err = run_plan(inventory, tmp_path / "plan")
+    assert rc != 0
+    task = result["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    problem = next(p for p in task["problems"] if p["path"] == "hostvars[gpu02].gpushare_node")
+    assert "host_vars/gpu02.yml" in problem["hint"]
+    assert "HostVarsVars" not in task["msg"]
