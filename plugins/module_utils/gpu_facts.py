@@ -202,3 +202,47 @@ def model_key(gpu):
     if model is None and gpu.get("name"):
         model = gpu_catalog.lookup(gpu["name"])
     return model.key if model is not None else None
+
+
+def _inventory_model(name):
+    """The catalogue model the inventory's ``gpu_model`` names (key, alias, NVML name or PCI id)."""
+    if name is None:
+        return None
+    return gpu_catalog.lookup(str(name)) or gpu_catalog.lookup_pci(str(name))
+
+
+def inventory_mismatches(expected, gpus, driver_installed):
+    """What the host's hardware contradicts in its inventory entry, as messages (empty: agrees).
+
+    ``expected`` is the host's ``gpushare_node`` (``gpu_model``, ``gpu_count``, ``host_driver``),
+    ``gpus`` the parsed GPUs (``parse_query_gpu_csv`` with ``model`` set by ``model_key``) and
+    ``driver_installed`` whether a working driver answered. Model and count can only be read
+    through a working driver: without one (the GPU Operator installs it later) only
+    ``host_driver`` is checked.
+    """
+    problems = []
+    host_driver = bool(expected.get("host_driver", False))
+    if host_driver and not driver_installed:
+        problems.append("gpushare_node.host_driver is true but no working NVIDIA driver answers on the host "
+                        "(nvidia-smi missing or failing); install the driver or set host_driver: false")
+    if not host_driver and driver_installed:
+        problems.append("gpushare_node.host_driver is false but the host has a working NVIDIA driver (%s); "
+                        "set host_driver: true (the GPU Operator's driver must not be installed over it) "
+                        "or remove the host driver" % (gpus[0].get("driver_version") if gpus else "unknown version"))
+    if not driver_installed:
+        return problems
+    count = expected.get("gpu_count")
+    if count is not None and int(count) != len(gpus):
+        problems.append("gpushare_node.gpu_count is %s but nvidia-smi lists %d GPU(s): %s; set gpu_count: %d"
+                        % (count, len(gpus), ", ".join("%s %s" % (g["index"], g["name"]) for g in gpus) or "none",
+                           len(gpus)))
+    wanted = _inventory_model(expected.get("gpu_model"))
+    if expected.get("gpu_model") is not None:
+        want_key = wanted.key if wanted is not None else None
+        for gpu in gpus:
+            if gpu.get("model") != want_key:
+                problems.append("gpushare_node.gpu_model is %r (%s) but GPU %s is %s (PCI device id %s, catalogue %s); "
+                                "set gpu_model to the GPU the host has"
+                                % (expected.get("gpu_model"), want_key or "not in the catalogue", gpu["index"],
+                                   gpu["name"], gpu.get("pci_device_id"), gpu.get("model") or "unknown"))
+    return problems

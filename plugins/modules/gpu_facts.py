@@ -31,6 +31,25 @@ options:
         and the usual system directories.
     type: str
     default: nvidia-smi
+  expect:
+    description:
+      - The host's inventory entry (C(gpushare_node)). When given, the module fails with
+        one message per contradiction when the hardware disagrees with it - C(gpu_model)
+        (catalogue key, alias, name or PCI id), C(gpu_count) and C(host_driver).
+      - Model and count are only compared when a working driver answers; without one only
+        C(host_driver=true) is checked (the GPU Operator installs the driver later).
+    type: dict
+    suboptions:
+      gpu_model:
+        description: GPU model every GPU of the host must be.
+        type: str
+      gpu_count:
+        description: Number of GPUs nvidia-smi must list.
+        type: int
+      host_driver:
+        description: Whether a driver installed on the host (not by the GPU Operator) must answer.
+        type: bool
+        default: false
 attributes:
   check_mode:
     support: full
@@ -61,12 +80,12 @@ EXAMPLES = r"""
     nvidia_smi_path: /usr/local/nvidia/bin/nvidia-smi
   register: detected
 
-- name: Check that the inventory names the GPUs the host really has
-  ansible.builtin.assert:
-    that:
-      - ansible_facts.gpushare_gpus_detected | map(attribute='model') | unique == [gpushare_node.gpu_model]
-      - ansible_facts.gpushare_gpus_detected | length == gpushare_node.gpu_count
-    fail_msg: "{{ inventory_hostname }} reports {{ ansible_facts.gpushare_gpus_detected | map(attribute='name') | list }}"
+- name: Fail when the host's GPUs or driver are not what the inventory says
+  gpushare.cluster.gpu_facts:
+    expect:
+      gpu_model: "{{ gpushare_node.gpu_model }}"
+      gpu_count: "{{ gpushare_node.gpu_count }}"
+      host_driver: "{{ gpushare_node.host_driver | default(false) }}"
 """
 
 RETURN = r"""
@@ -138,6 +157,12 @@ host_driver:
       description: Driver version, null when not installed or when no GPU was listed.
       type: str
       sample: 580.159.04
+mismatches:
+  description: On failure with O(expect), one message per contradiction with the inventory entry.
+  returned: failed
+  type: list
+  elements: str
+  sample: ["gpushare_node.gpu_count is 4 but nvidia-smi lists 2 GPU(s): 0 NVIDIA H200, 1 NVIDIA H200; set gpu_count: 2"]
 nvidia_smi:
   description: Path of the nvidia-smi binary that was run, null when none was found.
   returned: always
@@ -150,6 +175,7 @@ import os
 from ansible.module_utils.basic import AnsibleModule
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_facts import (
+    inventory_mismatches,
     model_key,
     parse_query_gpu_csv,
     query_gpu_args,
@@ -162,10 +188,27 @@ def _find(module, name):
     return module.get_bin_path(name, required=False)
 
 
+def _finish(module, result):
+    """Exit, or fail naming every contradiction with the inventory entry given as ``expect``."""
+    expected = module.params["expect"]
+    if expected is not None:
+        problems = inventory_mismatches(expected, result["ansible_facts"]["gpushare_gpus_detected"],
+                                        result["host_driver"]["installed"])
+        if problems:
+            module.fail_json(msg="The host does not match its inventory entry: " + "; ".join(problems),
+                             mismatches=problems, **result)
+    module.exit_json(**result)
+
+
 def main():
     module = AnsibleModule(
         argument_spec=dict(
             nvidia_smi_path=dict(type="str", default="nvidia-smi"),
+            expect=dict(type="dict", options=dict(
+                gpu_model=dict(type="str"),
+                gpu_count=dict(type="int"),
+                host_driver=dict(type="bool", default=False),
+            )),
         ),
         supports_check_mode=True,
     )
@@ -175,7 +218,7 @@ def main():
 
     binary = _find(module, module.params["nvidia_smi_path"])
     if binary is None:
-        module.exit_json(**result)
+        _finish(module, result)
     result["nvidia_smi"] = binary
 
     rc, out, err = module.run_command(query_gpu_args(binary), check_rc=False,
@@ -183,7 +226,7 @@ def main():
     if rc != 0:
         module.warn("%s is installed but the GPU query failed (rc=%d): %s"
                     % (binary, rc, (err or out).strip()))
-        module.exit_json(**result)
+        _finish(module, result)
 
     try:
         gpus = parse_query_gpu_csv(out)
@@ -199,7 +242,7 @@ def main():
     result["ansible_facts"]["gpushare_gpus_detected"] = gpus
     result["host_driver"] = dict(installed=True,
                                  version=gpus[0]["driver_version"] if gpus else None)
-    module.exit_json(**result)
+    _finish(module, result)
 
 
 if __name__ == "__main__":

@@ -5,7 +5,8 @@
 # A binary whose version stamp matches is reused. Each build prints one "measure:" line
 # (wall time, peak RSS of the biggest compiler/linker process) to build.log in the cache.
 #
-# usage: tests/twin/build.sh [component ...]   components: etcd kube kwok kueue (default all)
+# usage: tests/twin/build.sh [component ...]
+#   components: etcd kube kwok kueue helm kueue-chart prometheus-crds (default all)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=versions.sh
@@ -165,13 +166,48 @@ build_kueue() {
   chmod -R u+w "$SHARE/kueue"
 }
 
+build_helm() {
+  local v=$TWIN_HELM_VERSION
+  if is_current helm "$v" helm; then say "helm $v: reused"; return; fi
+  # helm.sh/helm/v4 has no replace directives: `go install` builds it from its own go.mod.
+  # The version variable is what its Makefile sets, so `helm version` (which
+  # kubernetes.core.helm parses) reports the release.
+  local commit; commit=$(mod_commit helm.sh/helm/v4 "$v")
+  GOBIN=$BIN measure "helm $v" go install -ldflags "-s -w \
+    -X helm.sh/helm/v4/internal/version.version=$v -X helm.sh/helm/v4/internal/version.gitCommit=$commit \
+    -X helm.sh/helm/v4/internal/version.gitTreeState=clean" "helm.sh/helm/v4/cmd/helm@$v"
+  mark_current helm "$v"
+}
+
+# Kueue's own Helm chart, from the same module as the controller (no Helm repository).
+build_kueue-chart() {
+  local v=$TWIN_KUEUE_VERSION
+  local kdir; kdir=$(mod_dir sigs.k8s.io/kueue "$v")
+  [ -f "$kdir/charts/kueue/Chart.yaml" ] || { echo "no charts/kueue in sigs.k8s.io/kueue@$v" >&2; return 1; }
+  rm -rf "$SHARE/charts/kueue"; mkdir -p "$SHARE/charts"
+  cp -r "$kdir/charts/kueue" "$SHARE/charts/kueue"
+  chmod -R u+w "$SHARE/charts/kueue"
+  say "kueue chart $v: $SHARE/charts/kueue"
+}
+
+# The prometheus-operator CRDs (ServiceMonitor, PrometheusRule, ...) from its Go module.
+build_prometheus-crds() {
+  local v=$TWIN_PROMETHEUS_OPERATOR_VERSION
+  local pdir; pdir=$(mod_dir github.com/prometheus-operator/prometheus-operator "$v")
+  [ -d "$pdir/example/prometheus-operator-crd" ] || { echo "no example/prometheus-operator-crd in prometheus-operator@$v" >&2; return 1; }
+  rm -rf "$SHARE/prometheus-operator"; mkdir -p "$SHARE/prometheus-operator"
+  cp -r "$pdir/example/prometheus-operator-crd" "$SHARE/prometheus-operator/crds"
+  chmod -R u+w "$SHARE/prometheus-operator"
+  say "prometheus-operator CRDs $v: $SHARE/prometheus-operator/crds"
+}
+
 components=("$@")
-[ ${#components[@]} -gt 0 ] || components=(etcd kube kwok kueue)
+[ ${#components[@]} -gt 0 ] || components=(etcd kube kwok kueue helm kueue-chart prometheus-crds)
 say "start $(date -u +%FT%TZ) $gover, components: ${components[*]}"
 failed=()
 for c in "${components[@]}"; do
   case "$c" in
-    etcd|kube|kwok|kueue) ;;
+    etcd|kube|kwok|kueue|helm|kueue-chart|prometheus-crds) ;;
     *) echo "build.sh: unknown component $c" >&2; exit 2 ;;
   esac
   # One component failing does not stop the others; the script still fails at the end.

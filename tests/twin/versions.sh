@@ -11,3 +11,6 @@ TWIN_ETCD_VERSION=v3.6.16
 TWIN_KWOK_VERSION=v0.8.0
 TWIN_KUEUE_VERSION=v0.19.2
 TWIN_GO_MIN=go1.26                    # etcd, kwok and kueue declare go 1.26.0
+TWIN_HELM_VERSION=v4.3.2             # helm.sh/helm/v4: the client kubernetes.core.helm drives
+# prometheus-operator CRDs only (ServiceMonitor, PrometheusRule): no operator runs in the twin.
+TWIN_PROMETHEUS_OPERATOR_VERSION=v0.85.0
