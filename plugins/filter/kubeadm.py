@@ -1,0 +1,53 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of the Kubernetes roles: node names and the kubeadm role's decisions.
+
+Thin wrappers of ``plugins/module_utils/kubeadm_node.py`` (pure Python, changing nothing):
+
+- ``node_name``: ``{{ inventory_hostname | gpushare.cluster.node_name }}``, the Kubernetes
+  node name the Plan gives an inventory host (lower case, without the domain);
+- ``kubeadm_module_probe_paths``, ``kubeadm_preflight_problems``: the role's preflight;
+- ``kubeadm_redact``: kubeadm output without bootstrap tokens and certificate keys;
+- ``kubeadm_bridge_cni``: one node's bridge CNI configuration and routes.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import kubeadm_node
+
+FUNCTIONS = {
+    "node_name": kubeadm_node.node_name,
+    "kubeadm_module_probe_paths": kubeadm_node.module_probe_paths,
+    "kubeadm_preflight_problems": kubeadm_node.preflight_problems,
+    "kubeadm_redact": kubeadm_node.redact_join_secrets,
+    "kubeadm_bridge_cni": kubeadm_node.bridge_cni,
+}
+
+
+def _plain(value):
+    """Plain JSON data of an Ansible value."""
+    return json.loads(json.dumps(value))
+
+
+def _filter(name, function):
+    """The filter ``name``: ``function`` on plain arguments; a ValueError is a filter error."""
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        try:
+            return function(*_plain(list(args)), **_plain(kwargs))
+        except ValueError as exc:
+            raise AnsibleFilterError("gpushare.cluster.%s: %s" % (name, exc)) from exc
+    return run
+
+
+class FilterModule:
+    """Node names and the kubeadm role's preflight, redaction and bridge CNI."""
+
+    def filters(self):
+        """Filter name to filter function."""
+        return {name: _filter(name, function) for name, function in FUNCTIONS.items()}
