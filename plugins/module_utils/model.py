@@ -110,6 +110,7 @@ class Policy:
     cpu_memory_quota: str
     allow_disruption: bool
     timezone: str
+    gpu_prices: tuple[tuple[str, float], ...] = ()   # (catalogue key, price of one card), for the advisor
     path: str = "gpushare_policy"
 
 
@@ -540,7 +541,7 @@ def _read_workload(problems: Problems, path: str, value) -> Workload | None:
 def _read_policy(problems: Problems, value) -> Policy:
     r = _Reader(problems, "gpushare_policy", {} if value is None else value,
                 ("cluster_name", "kubernetes_distribution", "cohort", "mig_leftover", "cpu_memory_quota",
-                 "allow_disruption", "timezone"))
+                 "allow_disruption", "timezone", "gpu_prices"))
     timezone = r.string("timezone", "UTC", what="an IANA time zone name such as Europe/Berlin or UTC")
     if timezone and not _known_timezone(timezone):
         problems.add(r.at("timezone"), "unknown time zone", timezone,
@@ -554,7 +555,33 @@ def _read_policy(problems: Problems, value) -> Policy:
         cpu_memory_quota=r.choice("cpu_memory_quota", CPU_MEMORY_QUOTA, "ignore"),
         allow_disruption=r.boolean("allow_disruption", False),
         timezone=timezone or "UTC",
+        gpu_prices=_read_prices(problems, r.at("gpu_prices"), r.raw("gpu_prices")),
     )
+
+
+MAX_PRICE = 1e12
+
+
+def _read_prices(problems: Problems, path: str, value) -> tuple[tuple[str, float], ...]:
+    """gpushare_policy.gpu_prices: catalogue model -> price of one card (any currency), used
+    by the usage advisor to cost the GPUs it proposes to buy."""
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        problems.add(path, "must map GPU models to the price of one card", value, "e.g. {h200: 32000, l40s: 9000}",
+                     "Write one 'model: price' line per GPU model")
+        return ()
+    out = {}
+    for name, price in value.items():
+        key = _model(problems, "%s.%s" % (path, name), name)
+        if isinstance(price, bool) or not isinstance(price, (int, float)) or not math.isfinite(price) \
+                or not 0 < price <= MAX_PRICE:
+            problems.add("%s.%s" % (path, name), "must be a price greater than 0", price,
+                         "a number greater than 0 and at most %g" % MAX_PRICE, "Write the price of one card, unquoted")
+            continue
+        if key:
+            out[key] = float(price)
+    return tuple(sorted(out.items()))
 
 
 def time_zone(name: str) -> datetime.tzinfo:

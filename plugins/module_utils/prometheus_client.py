@@ -1,0 +1,158 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""A small client for the Prometheus HTTP API (``/api/v1/query``, ``/api/v1/query_range``).
+
+Standard library only (urllib, ssl, json): the advisor runs on the controller and must not
+pull in a heavy dependency. Every failure becomes ``PrometheusError`` with a message that
+says what was tried, what went wrong and what to change; no traceback reaches the user.
+API reference: https://prometheus.io/docs/prometheus/2.42/querying/api/
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import socket
+import ssl
+import urllib.error
+import urllib.parse
+import urllib.request
+
+# Prometheus refuses a range query of more than 11,000 points per series
+# (web/api/v1/api.go, "exceeded maximum resolution of 11,000 points per timeseries").
+MAX_POINTS = 11000
+
+
+class PrometheusError(Exception):
+    """A failure talking to Prometheus, with what to do about it."""
+
+
+class PrometheusClient:
+    def __init__(self, url: str, timeout: float = 60.0, validate_certs: bool = True, ca_path: str | None = None,
+                 client_cert: str | None = None, client_key: str | None = None, bearer_token: str | None = None,
+                 username: str | None = None, password: str | None = None):
+        if not isinstance(url, str) or not url.strip():
+            raise PrometheusError("gpushare_prometheus_url is empty; give the base URL of Prometheus, "
+                                  "e.g. http://prometheus-operated.monitoring:9090")
+        parsed = urllib.parse.urlparse(url.strip())
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise PrometheusError("gpushare_prometheus_url %r is not an http(s) URL; give the base URL of "
+                                  "Prometheus, e.g. http://prometheus-operated.monitoring:9090" % url)
+        self.url = url.strip().rstrip("/")
+        self.timeout = timeout
+        self.headers = {"Accept": "application/json", "User-Agent": "gpushare.cluster-usage-advisor"}
+        if bearer_token:
+            self.headers["Authorization"] = "Bearer " + bearer_token
+        elif username is not None:
+            pair = ("%s:%s" % (username, password or "")).encode()
+            self.headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
+        self.context = None
+        if parsed.scheme == "https":
+            try:
+                self.context = ssl.create_default_context(cafile=ca_path) if ca_path else ssl.create_default_context()
+                if not validate_certs:
+                    self.context.check_hostname = False
+                    self.context.verify_mode = ssl.CERT_NONE
+                if client_cert:
+                    self.context.load_cert_chain(client_cert, client_key)
+            except (OSError, ssl.SSLError) as exc:
+                raise PrometheusError("cannot load the TLS files for %s (ca_path %r, client_cert %r, client_key %r): %s"
+                                      % (self.url, ca_path, client_cert, client_key, exc)) from None
+
+    # -- the two API calls -------------------------------------------------------------
+
+    def query(self, expr: str, time: float | None = None) -> list[dict]:
+        """An instant query; the result vector as [{"metric": {...}, "value": [t, "v"]}]."""
+        params = {"query": expr}
+        if time is not None:
+            params["time"] = "%.3f" % time
+        return self._get("/api/v1/query", params, expr)
+
+    def query_range(self, expr: str, start: float, end: float, step: int) -> list[dict]:
+        """A range query, split into pieces of at most MAX_POINTS steps; series of the pieces
+        are joined by their labels. Result: [{"metric": {...}, "values": [[t, "v"], ...]}]."""
+        merged: dict[tuple, dict] = {}
+        piece = step * (MAX_POINTS - 1)
+        t = start
+        while t <= end:
+            stop = min(end, t + piece)
+            for series in self._get("/api/v1/query_range",
+                                    {"query": expr, "start": "%.3f" % t, "end": "%.3f" % stop, "step": str(step)},
+                                    expr):
+                key = tuple(sorted(series.get("metric", {}).items()))
+                entry = merged.setdefault(key, {"metric": series.get("metric", {}), "values": []})
+                entry["values"].extend(series.get("values", []))
+            t = stop + step
+        return list(merged.values())
+
+    # -- transport ---------------------------------------------------------------------
+
+    def _get(self, path: str, params: dict, expr: str) -> list:
+        address = self.url + path + "?" + urllib.parse.urlencode(params)
+        request = urllib.request.Request(address, headers=self.headers)
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
+                body = response.read()
+        except urllib.error.HTTPError as exc:
+            raise PrometheusError(self._http_message(exc, path, expr)) from None
+        except urllib.error.URLError as exc:
+            raise PrometheusError(self._url_message(exc.reason)) from None
+        except (socket.timeout, TimeoutError):
+            raise PrometheusError("Prometheus at %s did not answer %s within %s s (query %s); raise the timeout "
+                                  "or ask for fewer days" % (self.url, path, self.timeout, expr)) from None
+        except (ssl.SSLError, ConnectionError, OSError) as exc:
+            raise PrometheusError(self._url_message(exc)) from None
+        return self._decode(body, path, expr)
+
+    def _decode(self, body: bytes, path: str, expr: str) -> list:
+        try:
+            answer = json.loads(body)
+        except ValueError:
+            raise PrometheusError("%s%s did not answer with JSON (first bytes: %r); gpushare_prometheus_url must be the "
+                                  "base URL of the Prometheus server (the one whose /api/v1/query answers), not a "
+                                  "Grafana or UI page" % (self.url, path, body[:60])) from None
+        if not isinstance(answer, dict) or "status" not in answer:
+            raise PrometheusError("%s%s answered JSON that is not a Prometheus API response; check "
+                                  "gpushare_prometheus_url" % (self.url, path))
+        if answer["status"] != "success":
+            raise PrometheusError("Prometheus refused the query %s: %s (%s)"
+                                  % (expr, answer.get("error", "no error text"), answer.get("errorType", "?")))
+        data = answer.get("data") or {}
+        result = data.get("result")
+        if not isinstance(result, list):
+            raise PrometheusError("Prometheus answered %s without a result list (resultType %r)"
+                                  % (expr, data.get("resultType")))
+        return result
+
+    def _http_message(self, exc: urllib.error.HTTPError, path: str, expr: str) -> str:
+        code = exc.code
+        if code in (401, 403):
+            return ("Prometheus at %s refused access (HTTP %d %s): give credentials with "
+                    "gpushare_prometheus_bearer_token, or gpushare_prometheus_username and gpushare_prometheus_password"
+                    % (self.url, code, exc.reason))
+        if code == 404:
+            return ("%s%s does not exist (HTTP 404): gpushare_prometheus_url must be the base URL of Prometheus "
+                    "(e.g. http://prometheus:9090, or with its --web.route-prefix), without /graph or /api/v1"
+                    % (self.url, path))
+        if code == 400 or code == 422:
+            try:
+                detail = json.loads(exc.read()).get("error", "")
+            except (ValueError, AttributeError, OSError):
+                detail = ""
+            return "Prometheus refused the query %s (HTTP %d): %s" % (expr, code, detail or exc.reason)
+        return "Prometheus at %s answered HTTP %d %s to %s" % (self.url, code, exc.reason, path)
+
+    def _url_message(self, reason) -> str:
+        if isinstance(reason, ssl.SSLCertVerificationError):
+            return ("TLS certificate of %s not trusted: %s; give the CA with gpushare_prometheus_ca_path, or "
+                    "(only for a test server) gpushare_prometheus_validate_certs=false"
+                    % (self.url, getattr(reason, "verify_message", None) or reason))
+        if isinstance(reason, ssl.SSLError):
+            return ("TLS handshake with %s failed: %s; is the URL's scheme right (http vs https), and does the "
+                    "server want a client certificate (gpushare_prometheus_client_cert/client_key)?" % (self.url, reason))
+        if isinstance(reason, socket.gaierror):
+            return "cannot resolve the host of %s: %s; check gpushare_prometheus_url" % (self.url, reason)
+        if isinstance(reason, (socket.timeout, TimeoutError)):
+            return "Prometheus at %s did not answer within %s s; check the URL and the network" % (self.url, self.timeout)
+        return ("Prometheus at %s is unreachable: %s; check gpushare_prometheus_url and that Prometheus runs "
+                "(e.g. kubectl -n monitoring port-forward svc/prometheus-operated 9090)" % (self.url, reason))

@@ -1,0 +1,447 @@
+#!/usr/bin/python
+# -*- coding: utf-8 -*-
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+
+from __future__ import absolute_import, division, print_function
+__metaclass__ = type
+
+DOCUMENTATION = r'''
+---
+module: usage_advisor
+short_description: Propose the GPU split from weeks of usage data in Prometheus
+version_added: "0.1.0"
+description:
+  - Reads O(days) of dcgm-exporter and kube-state-metrics history from Prometheus over its
+    HTTP API and proposes, per service, how it should get its GPU - a whole GPU, the smallest
+    MIG profile that holds its memory and compute, time-slicing with replicas from memory, or
+    a DRA device request - with the evidence (memory needed, compute needed, the kind detected
+    from the pattern).
+  - Proposes per-team quotas from concurrent use, sharing windows from idle hours, and which
+    GPUs to buy (with the cost when C(gpushare_policy.gpu_prices) is given).
+  - Returns the proposal as C(gpushare_workloads) and per-host C(gpushare_node) that
+    C(playbooks/plan.yml) accepts as they are (checked with the planner before returning),
+    the differences against the current inventory, a Markdown report and one SVG chart per
+    service.
+  - Gives no proposal from too little data - less than O(min_days) of history, a node with
+    more than O(max_gap) of its samples missing, a service seen for less than O(min_days) -
+    nor where the choice differs between the two halves of the window; such services keep
+    their current entry.
+  - Computes on the controller and changes nothing, so it always reports C(changed=false)
+    and behaves the same in check mode.
+author:
+  - gpushare.cluster contributors (!UNKNOWN)
+requirements:
+  - numpy and scipy on the controller (scipy checks the proposal with the MIG planner)
+  - PyYAML
+options:
+  prometheus_url:
+    description:
+      - Base URL of the Prometheus server that scrapes dcgm-exporter and kube-state-metrics,
+        e.g. C(http://prometheus-operated.monitoring:9090) (with its route prefix if it has one).
+    type: str
+    required: true
+  days:
+    description: Days of history to read, ending at O(end).
+    type: int
+    default: 28
+  min_days:
+    description:
+      - Least history the advice is given from; with less the module fails with
+        "not enough data" and proposes nothing.
+    type: int
+    default: 14
+  step:
+    description: Seconds between the samples read (the query_range step).
+    type: int
+    default: 300
+  end:
+    description:
+      - End of the history read, as Unix seconds or ISO 8601 (C(2026-12-01T20:00:00Z));
+        default now.
+    type: str
+  teams:
+    description: The teams, as in C(gpushare_teams).
+    type: list
+    elements: dict
+    required: true
+  nodes:
+    description: The GPU servers, host name to that host's C(gpushare_node).
+    type: dict
+    required: true
+  workloads:
+    description: The current services and workloads, as in C(gpushare_workloads).
+    type: list
+    elements: dict
+    default: []
+  policy:
+    description: Cluster-wide choices, as in C(gpushare_policy) (C(gpu_prices) prices the GPUs to buy).
+    type: dict
+    default: {}
+  inventory_dir:
+    description:
+      - The inventory directory. When given, the returned C(files) hold a complete copy of it
+        under C(inventory/) with the proposal in place of C(gpushare_workloads) and each host's
+        C(gpushare_node), so C(ansible-playbook -i <dir>/inventory playbooks/plan.yml) plans it.
+    type: path
+  memory_headroom:
+    description: Memory needed is the peak times (1 + this).
+    type: float
+    default: 0.2
+  compute_percentile:
+    description: Compute needed is this percentile of a replica's activity, in whole-GPU terms.
+    type: float
+    default: 95.0
+  quota_percentile:
+    description: A team's quota is this percentile of the GPUs it uses at once.
+    type: float
+    default: 90.0
+  max_gap:
+    description: Largest share of missing samples of a node before its services count as not enough data.
+    type: float
+    default: 0.1
+  min_window_hours:
+    description: Shortest daily sharing window proposed from idle hours.
+    type: int
+    default: 6
+  timeout:
+    description: Seconds to wait for each Prometheus answer.
+    type: float
+    default: 60
+  validate_certs:
+    description: Verify the TLS certificate of an https URL.
+    type: bool
+    default: true
+  ca_path:
+    description: CA bundle that signed Prometheus' certificate.
+    type: path
+  client_cert:
+    description: Client certificate (PEM) for mutual TLS.
+    type: path
+  client_key:
+    description: Key of O(client_cert).
+    type: path
+  bearer_token:
+    description: Bearer token sent to Prometheus (e.g. a service account token behind an OAuth proxy).
+    type: str
+  username:
+    description: User for HTTP basic authentication.
+    type: str
+  password:
+    description: Password for HTTP basic authentication.
+    type: str
+attributes:
+  check_mode:
+    description: Can run in check_mode and returns the same advice; it never changes anything.
+    support: full
+  diff_mode:
+    description: Nothing is changed on the target; the proposal's differences are returned in C(changes).
+    support: none
+seealso:
+  - module: gpushare.cluster.plan
+'''
+
+EXAMPLES = r'''
+- name: Propose the split from four weeks of usage
+  gpushare.cluster.usage_advisor:
+    prometheus_url: http://prometheus-operated.monitoring:9090
+    days: 28
+    teams: "{{ gpushare_teams }}"
+    workloads: "{{ gpushare_workloads | default([]) }}"
+    policy: "{{ gpushare_policy | default({}) }}"
+    nodes: "{{ groups['gpushare_gpu_nodes'] | gpushare.cluster.inventory_nodes(hostvars) }}"
+    inventory_dir: "{{ hostvars[groups['gpushare_gpu_nodes'][0]].inventory_dir }}"
+  register: advice
+
+- name: Show what would change
+  ansible.builtin.debug:
+    msg: "{{ advice.summary }}"
+'''
+
+RETURN = r'''
+advice:
+  description:
+    - The whole advice (format C(gpushare.cluster/advice-v1)) - window read, per service the
+      evidence, kind, choice and status (C(ok), C(not_enough_data), C(unstable), C(no_data),
+      C(unknown_namespace)), per team quotas and idle hours, sharing windows, GPUs to buy, notes.
+  returned: success
+  type: dict
+proposal:
+  description: C(workloads) (the proposed C(gpushare_workloads)) and C(nodes) (host to proposed C(gpushare_node)).
+  returned: success
+  type: dict
+plan_check:
+  description: What the planner said of the proposal (C(accepted), or which fallback was taken and why).
+  returned: success
+  type: str
+changes:
+  description: The differences against the current inventory, one line each.
+  returned: success
+  type: list
+  elements: str
+files:
+  description:
+    - Files for the advice directory, each with C(path) (relative) and C(content) -
+      C(workloads.yml), C(host_vars/<host>.yml), C(proposal.diff), C(report.md), C(advice.json),
+      C(charts/<service>.<namespace>.svg) and, with O(inventory_dir), C(inventory/...).
+  returned: success
+  type: list
+  elements: dict
+summary:
+  description: Short lines for a person - one per service, the windows and the changes.
+  returned: success
+  type: list
+  elements: str
+'''
+
+import datetime
+import json
+import os
+import time
+import traceback
+
+from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+
+try:
+    import yaml
+    from ansible_collections.gpushare.cluster.plugins.module_utils import render_advice, usage_advisor
+    from ansible_collections.gpushare.cluster.plugins.module_utils.errors import PlanInvalid
+    from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+    from ansible_collections.gpushare.cluster.plugins.module_utils.prometheus_client import (
+        PrometheusClient, PrometheusError)
+    IMPORT_ERROR = None
+except ImportError:
+    IMPORT_ERROR = traceback.format_exc()
+
+
+def parse_end(value):
+    """Unix seconds from O(end) (seconds or ISO 8601), or now."""
+    if value in (None, ''):
+        return time.time()
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    text = value.strip().replace('Z', '+00:00')
+    stamp = datetime.datetime.fromisoformat(text)
+    if stamp.tzinfo is None:
+        stamp = stamp.replace(tzinfo=datetime.timezone.utc)
+    return stamp.timestamp()
+
+
+def main():
+    module = AnsibleModule(
+        argument_spec=dict(
+            prometheus_url=dict(type='str', required=True),
+            days=dict(type='int', default=28),
+            min_days=dict(type='int', default=14),
+            step=dict(type='int', default=300),
+            end=dict(type='str'),
+            teams=dict(type='list', elements='dict', required=True),
+            nodes=dict(type='dict', required=True),
+            workloads=dict(type='list', elements='dict', default=[]),
+            policy=dict(type='dict', default={}),
+            inventory_dir=dict(type='path'),
+            memory_headroom=dict(type='float', default=0.2),
+            compute_percentile=dict(type='float', default=95.0),
+            quota_percentile=dict(type='float', default=90.0),
+            max_gap=dict(type='float', default=0.1),
+            min_window_hours=dict(type='int', default=6),
+            timeout=dict(type='float', default=60),
+            validate_certs=dict(type='bool', default=True),
+            ca_path=dict(type='path'),
+            client_cert=dict(type='path'),
+            client_key=dict(type='path'),
+            bearer_token=dict(type='str', no_log=True),
+            username=dict(type='str'),
+            password=dict(type='str', no_log=True),
+        ),
+        supports_check_mode=True,
+    )
+    if IMPORT_ERROR:
+        module.fail_json(msg=missing_required_lib('PyYAML and numpy'), exception=IMPORT_ERROR)
+    p = module.params
+    problems = []
+    if not 1 <= p['days'] <= 366:
+        problems.append('days must be 1..366 (got %s)' % p['days'])
+    if not 1 <= p['min_days'] <= p['days']:
+        problems.append('min_days must be 1..days (got %s with days %s); the advice needs at least min_days of history'
+                        % (p['min_days'], p['days']))
+    if not 10 <= p['step'] <= 3600:
+        problems.append('step must be 10..3600 seconds (got %s)' % p['step'])
+    if not 0 <= p['memory_headroom'] <= 4:
+        problems.append('memory_headroom must be 0..4 (got %s)' % p['memory_headroom'])
+    for key in ('compute_percentile', 'quota_percentile'):
+        if not 50 <= p[key] <= 100:
+            problems.append('%s must be 50..100 (got %s)' % (key, p[key]))
+    if not 0 <= p['max_gap'] < 1:
+        problems.append('max_gap must be 0..1 (got %s)' % p['max_gap'])
+    if not 1 <= p['min_window_hours'] <= 23:
+        problems.append('min_window_hours must be 1..23 (got %s)' % p['min_window_hours'])
+    try:
+        end = parse_end(p['end'])
+    except ValueError:
+        problems.append('end must be Unix seconds or ISO 8601 such as 2026-12-01T20:00:00Z (got %r)' % p['end'])
+    if problems:
+        module.fail_json(msg='; '.join(problems))
+    settings = usage_advisor.Settings(days=p['days'], min_days=p['min_days'], step=p['step'],
+                                      memory_headroom=p['memory_headroom'], compute_percentile=p['compute_percentile'],
+                                      quota_percentile=p['quota_percentile'], max_gap=p['max_gap'],
+                                      min_window_hours=p['min_window_hours'])
+    variables = {'gpushare_teams': p['teams'], 'gpushare_nodes': p['nodes'],
+                 'gpushare_workloads': p['workloads'], 'gpushare_policy': p['policy']}
+    try:
+        client = PrometheusClient(p['prometheus_url'], timeout=p['timeout'], validate_certs=p['validate_certs'],
+                                  ca_path=p['ca_path'], client_cert=p['client_cert'], client_key=p['client_key'],
+                                  bearer_token=p['bearer_token'], username=p['username'], password=p['password'])
+        usage = usage_advisor.fetch_usage(client, end, settings)
+        advice = usage_advisor.advise(usage, variables, settings)
+    except (PrometheusError, usage_advisor.AdviceError) as exc:
+        module.fail_json(msg=str(exc))
+    proposal, plan_check = checked_proposal(advice, variables)
+    advice['proposal'].update(proposal)
+    files, change_lines = advice_files(advice, variables, p['inventory_dir'], plan_check)
+    module.exit_json(changed=False, advice=advice, proposal=proposal, plan_check=plan_check, changes=change_lines,
+                     files=files, summary=summary(advice, change_lines, plan_check))
+
+
+def checked_proposal(advice, variables):
+    """The proposal the planner accepts: the advised one, else the advised workloads on the
+    current GPUs, else the current inventory, with what the planner said."""
+    tries = [('accepted', advice['proposal']['workloads'], advice['proposal']['nodes']),
+             ('advised workloads on the current GPU layout (the proposed layout was refused)',
+              advice['proposal']['workloads'], variables['gpushare_nodes']),
+             ('nothing changed: the planner refused the proposal', variables['gpushare_workloads'],
+              variables['gpushare_nodes'])]
+    first_problem = None
+    for label, workloads, nodes in tries:
+        candidate = dict(variables, gpushare_workloads=workloads, gpushare_nodes=nodes)
+        try:
+            build_plan(candidate)
+        except PlanInvalid as invalid:
+            first_problem = first_problem or str(invalid)
+            continue
+        note = label if first_problem is None else '%s; the planner said: %s' % (label, first_problem)
+        return {'workloads': workloads, 'nodes': nodes}, note
+    return ({'workloads': variables['gpushare_workloads'], 'nodes': variables['gpushare_nodes']},
+            'the current inventory itself is refused by the planner: %s' % first_problem)
+
+
+def advice_files(advice, variables, inventory_dir, plan_check):
+    proposal = advice['proposal']
+    workloads_yaml = render_advice.workloads_file(advice)
+    current_yaml = render_advice.to_yaml({'gpushare_workloads': variables['gpushare_workloads']})
+    files = [{'path': 'workloads.yml', 'content': workloads_yaml}]
+    diff = [render_advice.unified('---\n' + current_yaml, workloads_yaml, 'workloads.yml')]
+    for host, node in sorted(proposal['nodes'].items()):
+        text = render_advice.node_file(host, node)
+        files.append({'path': 'host_vars/%s.yml' % host, 'content': text})
+        current = render_advice.to_yaml({'gpushare_node': variables['gpushare_nodes'].get(host)})
+        diff.append(render_advice.unified('---\n' + current, text, 'host_vars/%s.yml' % host))
+    change_lines = render_advice.changes(variables['gpushare_workloads'], proposal['workloads'],
+                                         variables['gpushare_nodes'], proposal['nodes'])
+    files.append({'path': 'proposal.diff', 'content': ''.join(diff) or '# no differences\n'})
+    files.append({'path': 'report.md', 'content': render_advice.report_markdown(advice, change_lines, plan_check)})
+    for service in advice['services']:
+        if service.get('chart'):
+            files.append({'path': render_advice.chart_name(service), 'content': render_advice.chart_svg(service)})
+    slim = dict(advice, services=[dict((k, v) for k, v in s.items() if k != 'chart') for s in advice['services']])
+    files.append({'path': 'advice.json', 'content': json.dumps(slim, indent=1, sort_keys=True) + '\n'})
+    if inventory_dir:
+        files += inventory_copy(inventory_dir, proposal, advice)
+    return files, change_lines
+
+
+def _yaml_files(base, sub):
+    root = os.path.join(base, sub)
+    out = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith('.'))
+        for name in sorted(names):
+            if name.endswith(('.yml', '.yaml', '.json')) or '.' not in name:
+                out.append(os.path.join(folder, name))
+    return out
+
+
+def _defines(path, key):
+    try:
+        with open(path) as f:
+            data = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    return data if isinstance(data, dict) and key in data else None
+
+
+def inventory_copy(inventory_dir, proposal, advice):
+    """Every file of the inventory under inventory/, the proposal replacing gpushare_workloads
+    and each host's gpushare_node where they are defined (or in new files)."""
+    base = os.path.abspath(inventory_dir)
+    replaced = {}
+    note = '# gpushare.cluster.usage_advisor replaced %s here (comments of this file were dropped).\n'
+    group_file = None
+    for path in _yaml_files(base, 'group_vars'):
+        data = _defines(path, 'gpushare_workloads')
+        if data is not None:
+            group_file = path
+            data['gpushare_workloads'] = proposal['workloads']
+            replaced[path] = '---\n' + note % 'gpushare_workloads' + render_advice.to_yaml(data)
+    if group_file is None:
+        target = os.path.join(base, 'group_vars', 'all')
+        target = target + '.yml' if os.path.isfile(target + '.yml') else os.path.join(target, 'gpushare-advised.yml')
+        existing = _defines(target, 'gpushare_workloads') if os.path.isfile(target) else None
+        data = existing or {}
+        data['gpushare_workloads'] = proposal['workloads']
+        replaced[target] = '---\n' + note % 'gpushare_workloads' + render_advice.to_yaml(data)
+    for host, node in proposal['nodes'].items():
+        found = None
+        for path in _yaml_files(base, 'host_vars'):
+            rel = os.path.relpath(path, os.path.join(base, 'host_vars'))
+            owner = rel.split(os.sep)[0]
+            if owner in (host, host + '.yml', host + '.yaml'):
+                data = _defines(path, 'gpushare_node')
+                if data is not None:
+                    found = path
+                    data['gpushare_node'] = node
+                    replaced[path] = '---\n' + note % 'gpushare_node' + render_advice.to_yaml(data)
+        if found is None:
+            folder = os.path.join(base, 'host_vars', host)
+            target = os.path.join(folder, 'gpushare-advised.yml') if os.path.isdir(folder) else folder + '.yml'
+            replaced[target] = render_advice.node_file(host, node)
+    files = []
+    for folder, dirs, names in os.walk(base):
+        dirs[:] = sorted(d for d in dirs if not d.startswith('.'))
+        for name in sorted(names):
+            path = os.path.join(folder, name)
+            if path in replaced:
+                continue
+            try:
+                with open(path) as f:
+                    content = f.read()
+            except (OSError, UnicodeDecodeError):
+                continue
+            files.append({'path': 'inventory/' + os.path.relpath(path, base), 'content': content})
+    for path, content in sorted(replaced.items()):
+        files.append({'path': 'inventory/' + os.path.relpath(path, base), 'content': content})
+    del advice
+    return files
+
+
+def summary(advice, change_lines, plan_check):
+    lines = ['Advice from %s, %s to %s (%s days)' % (advice['source'], advice['window']['from'],
+                                                    advice['window']['until'], advice['window']['days'])]
+    for s in advice['services']:
+        if s.get('status') == 'ok':
+            lines.append('%-20s %-12s %-9s -> %s' % (s['name'], s.get('team') or '?', s['kind'],
+                                                     render_advice.choice_text(s)))
+        else:
+            lines.append('%-20s %-12s %s: %s' % (s['name'], s.get('team') or '?', s.get('status'), s.get('reason', '')))
+    for w in advice['windows']:
+        lines.append('window %s %s-%s: %s whole' % (w['name'], w['from'], w['until'],
+                                                    ', '.join('%s/%d' % tuple(g) for g in w['gpus'])))
+    lines.append('planner: %s' % plan_check)
+    lines += ['change: ' + c for c in change_lines] or ['no change against the current inventory']
+    return lines
+
+
+if __name__ == '__main__':
+    main()
