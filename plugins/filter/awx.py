@@ -1,0 +1,50 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Filters of playbooks/awx.yml: AWX job templates, surveys and window schedules from the
+Plan (plugins/module_utils/awx_schedules.py), e.g.
+``{{ plan | gpushare.cluster.awx_definitions(settings) }}`` and
+``{{ '19:00' | gpushare.cluster.awx_daily_rrule('Europe/Berlin', '2026-01-01') }}``.
+
+``awx_daily_rrule`` stands in for awx.awx's ``schedule_rrule`` lookup, which fails on
+ansible-core 2.19 in awx.awx 24.6.1.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+from ansible.errors import AnsibleFilterError
+
+from ansible_collections.gpushare.cluster.plugins.module_utils import awx_schedules
+
+FUNCTIONS = {
+    "awx_definitions": awx_schedules.awx_definitions,
+    "awx_daily_rrule": awx_schedules.daily_rrule,
+    "awx_window_boundaries": awx_schedules.window_boundaries,
+    "awx_problems": awx_schedules.definition_problems,
+    "awx_launch_extra_vars": awx_schedules.launch_extra_vars,
+}
+
+
+def _plain(value):
+    """Plain JSON data of an Ansible value (templated strings, lazy containers)."""
+    return json.loads(json.dumps(value))
+
+
+def _filter(name, function):
+    @functools.wraps(function)
+    def run(*args, **kwargs):
+        try:
+            return _plain(function(*_plain(list(args)), **_plain(kwargs)))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise AnsibleFilterError("gpushare.cluster.%s: %s" % (name, exc)) from exc
+    return run
+
+
+class FilterModule:
+    """awx_schedules functions as filters."""
+
+    def filters(self):
+        """Filter name to filter function."""
+        return {name: _filter(name, function) for name, function in FUNCTIONS.items()}

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""Runs jobs the way AWX runs them, without AWX: for a job template of the definitions
+playbooks/awx.yml rendered, a private data directory like the one AWX prepares (the project
+checkout, the inventory, extra vars from the survey defaults plus the survey answers or the
+schedule's extra data, the command line of the template's job type and tags) is streamed with
+
+    ansible-runner transmit DIR | docker run -i --network none EE ansible-runner worker \
+        --private-data-dir=/runner | ansible-runner process DIR
+
+(AWX streams the same through receptor, awx/main/tasks/receptor.py), and the job events that
+come back are asserted. The worker has no network: nothing is fetched at run time.
+
+    python tests/awx/run_jobs.py --image gpushare-ee:latest --definitions build/awx/definitions.json \
+        --inventory inventory-examples/four-gpu-server --work /tmp/awx-jobs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+if str(ROOT / ".collections") not in sys.path:
+    sys.path.insert(0, str(ROOT / ".collections"))
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.awx_schedules import launch_extra_vars  # noqa: E402
+
+
+def project_files() -> list[str]:
+    """The files of this checkout a project update would bring (tracked and new, not ignored)."""
+    out = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                         cwd=ROOT, check=True, capture_output=True).stdout.decode()
+    return [f for f in out.split("\0") if f and (ROOT / f).exists()]
+
+
+def private_data_dir(work: Path, template: dict, answers: dict, job_type: str, inventory: Path) -> Path:
+    """The directory AWX would hand to ansible-runner for a job of ``template``."""
+    pdd = work / template["key"]
+    shutil.rmtree(pdd, ignore_errors=True)
+    for name in project_files():
+        dest = pdd / "project" / name
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ROOT / name, dest, follow_symlinks=False)
+    shutil.copytree(inventory, pdd / "inventory")
+    (pdd / "env").mkdir()
+    extra = launch_extra_vars(template, answers)
+    (pdd / "env" / "extravars").write_text(yaml.safe_dump(extra))
+    args = (["--check"] if job_type == "check" else []) + (["--tags", template["job_tags"]] if template["job_tags"] else [])
+    (pdd / "env" / "cmdline").write_text(" ".join(args))
+    (pdd / "env" / "settings").write_text(yaml.safe_dump({"suppress_ansible_output": True}))
+    return pdd
+
+
+def run_job(pdd: Path, playbook: str, image: str) -> tuple[str, list[dict], float]:
+    """transmit | worker in the EE | process; (status, job events, seconds)."""
+    start = time.monotonic()
+    transmit = subprocess.Popen(["ansible-runner", "transmit", str(pdd), "-p", playbook], stdout=subprocess.PIPE)
+    worker = subprocess.Popen(["docker", "run", "-i", "--rm", "--network", "none", image,
+                               "ansible-runner", "worker", "--private-data-dir=/runner"],
+                              stdin=transmit.stdout, stdout=subprocess.PIPE)
+    transmit.stdout.close()
+    process = subprocess.run(["ansible-runner", "process", str(pdd)], stdin=worker.stdout, check=False,
+                             stdout=subprocess.DEVNULL)
+    worker.stdout.close()
+    rcs = transmit.wait(), worker.wait(), process.returncode
+    seconds = time.monotonic() - start
+    if any(rcs):
+        raise SystemExit("run_jobs: transmit/worker/process exit codes %s for %s" % (rcs, pdd))
+    artifacts = sorted((pdd / "artifacts").iterdir())
+    if len(artifacts) != 1:
+        raise SystemExit("run_jobs: expected one artifacts directory in %s, got %s" % (pdd, artifacts))
+    status = (artifacts[0] / "status").read_text().strip()
+    events = [json.loads(p.read_text()) for p in (artifacts[0] / "job_events").glob("*.json")]
+    events.sort(key=lambda e: e.get("counter", 0))
+    return status, events, seconds
+
+
+def stdout_of(events: list[dict]) -> str:
+    return "\n".join(e.get("stdout", "") for e in events)
+
+
+def check_job(name: str, status: str, events: list[dict], must_contain: list[str], roles: list[str]) -> list[str]:
+    """Problems of a job's outcome: its status, failed events, expected lines and roles."""
+    problems = []
+    if status != "successful":
+        problems.append("%s: status %s" % (name, status))
+    failed = [e for e in events if e.get("event") in ("runner_on_failed", "runner_on_unreachable")
+              and not e.get("event_data", {}).get("ignore_errors")]
+    for e in failed:
+        problems.append("%s: failed task %r: %s" % (name, e["event_data"].get("task"), e.get("stdout", "")[:400]))
+    text = stdout_of(events)
+    for line in must_contain:
+        if line not in text:
+            problems.append("%s: job output lacks %r" % (name, line))
+    ran = {e.get("event_data", {}).get("role") for e in events if e.get("event") == "runner_on_ok"}
+    for role in roles:
+        if role not in ran:
+            problems.append("%s: no task of role %s ran (roles that ran: %s)" % (name, role, sorted(r for r in ran if r)))
+    stats = [e for e in events if e.get("event") == "playbook_on_stats"]
+    if not stats:
+        problems.append("%s: no playbook_on_stats event (the stream ended early)" % name)
+    return problems
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--image", required=True)
+    parser.add_argument("--definitions", type=Path, required=True)
+    parser.add_argument("--inventory", type=Path, required=True)
+    parser.add_argument("--work", type=Path, required=True)
+    args = parser.parse_args(argv)
+    definitions = json.loads(args.definitions.read_text())
+    templates = {t["key"]: t for t in definitions["job_templates"]}
+    zone = definitions["plan"]["timezone"]
+    # The first schedule that starts a window: its time is the plan job's survey answer and
+    # its extra data the render job's (as when that schedule fires).
+    schedule = next(s for s in definitions["schedules"] if s["extra_data"]["gpushare_window"] != "none")
+    window = next(w for w in definitions["plan"]["windows"] if w["name"] == schedule["extra_data"]["gpushare_window"])
+    span = "%s (%s-%s)" % (window["name"], window["from"], window["until"])
+    args.work.mkdir(parents=True, exist_ok=True)
+    jobs = [
+        # A person launches the plan template, answering the survey: auto, at the window's start.
+        ("plan", templates["plan"], {"gpushare_window": "auto", "gpushare_window_at": schedule["at"]}, "run",
+         ["Sharing window in force at %s %s: %s" % (schedule["at"], zone, span)], []),
+        # The GPU stack in check mode, render only, with the schedule's extra data.
+        ("gpu_stack", templates["gpu_stack"], dict(schedule["extra_data"], gpushare_render_only="true"), "check",
+         ["Sharing window chosen: %s" % span, "Rendered to "], ["gpu_operator", "kueue", "monitoring"]),
+    ]
+    problems = []
+    for name, template, answers, job_type, lines, roles in jobs:
+        pdd = private_data_dir(args.work, template, answers, job_type, args.inventory)
+        status, events, seconds = run_job(pdd, template["playbook"], args.image)
+        found = check_job(name, status, events, lines, roles)
+        problems.extend(found)
+        print("job %s (%s, %s, extra vars %s): %s, %d events in %.0f s%s" % (
+            name, template["playbook"], job_type, json.loads(json.dumps(launch_extra_vars(template, answers))),
+            status, len(events), seconds, "" if found else "; " + "; ".join(lines)))
+    if problems:
+        print("run_jobs: %d problem(s)" % len(problems), file=sys.stderr)
+        for p in problems:
+            print("  - " + p, file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
