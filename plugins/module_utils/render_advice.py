@@ -47,8 +47,8 @@ def unified(current: str, proposed: str, name: str) -> str:
 def changes(current_workloads: list, proposed_workloads: list, current_nodes: dict, proposed_nodes: dict) -> list[str]:
     """The differences a person reads first, one line each."""
     out = []
-    cur = {w.get("name"): w for w in current_workloads if isinstance(w, dict)}
-    new = {w["name"]: w for w in proposed_workloads}
+    cur = {w.get("name"): _effective(w) for w in current_workloads if isinstance(w, dict)}
+    new = {w["name"]: _effective(w) for w in proposed_workloads}
     for name in new:
         if name not in cur:
             out.append("workload %s: new (%s)" % (name, _short(new[name])))
@@ -69,8 +69,25 @@ def changes(current_workloads: list, proposed_workloads: list, current_nodes: di
     return out
 
 
+_ISOLATION = {"full": "whole", "hardware": "mig", "none": "timeslice"}
+
+
+def _effective(w: dict) -> dict:
+    """A workload entry with its defaults spelled out, so that 'isolation: hardware' and
+    'sharing: mig', or a missing 'replicas' and 'replicas: 1', compare equal."""
+    out = dict(w)
+    isolation = out.pop("isolation", None)
+    if "device_request" in out:
+        out.setdefault("sharing", "dra")
+    out.setdefault("sharing", _ISOLATION.get(isolation) or ("timeslice" if out.get("kind") == "notebook" else "whole"))
+    out.setdefault("replicas", 1)
+    out.setdefault("gpus", 1)
+    return out
+
+
 def _short(w: dict) -> str:
-    return ", ".join("%s %s" % (k, _val(v)) for k, v in w.items() if k not in ("name", "team"))
+    return ", ".join("%s %s" % (k, _val(v)) for k, v in w.items() if k not in ("name", "team")
+                     and not (k in ("replicas", "gpus") and v == 1))
 
 
 def _val(v) -> str:

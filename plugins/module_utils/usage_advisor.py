@@ -371,7 +371,8 @@ def _services(ctx: _Context) -> tuple[dict, list[str]]:
                 cap = float(np.nanmax(mem + free))
             svc.devices[dev] = _Device(dev, model, group[0].profile, cfrac, ufrac, cap, mem, act)
     if unattributed:
-        notes.append("GPU time without a pod (counted per node only, not in any team): %s"
+        notes.append("devices with samples but no pod at times (idle, or not attributed by the exporter: DRA GPUs, "
+                     "shared resources missing from NVIDIA_RESOURCE_NAMES; counted per node only): %s"
                      % ", ".join(sorted(unattributed)[:12]) + (" ..." if len(unattributed) > 12 else ""))
     return services, notes
 
