@@ -118,6 +118,34 @@ def service_name(owner_kind: str | None, owner_name: str | None, pod: str) -> st
     return owner_name
 
 
+NODES_PER_QUERY = 8
+
+
+def _add_row(series: dict, metric: str, row: dict, values, ns_label: str, pod_label: str) -> None:
+    labels = row["metric"]
+    node = labels.get("Hostname") or labels.get("hostname") or labels.get("instance", "?").split(":")[0]
+    try:
+        gpu = int(labels.get("gpu", "0"))
+    except ValueError:
+        gpu = 0
+    instance = labels.get("GPU_I_ID") or None
+    key = (inv_model.node_name(node), gpu, instance, labels.get(ns_label), labels.get(pod_label))
+    s = series.get(key)
+    if s is None:
+        found = gpu_catalog.lookup(labels.get("modelName", "")) if labels.get("modelName") else None
+        s = series[key] = GpuSeries(node=key[0], gpu=gpu, uuid=labels.get("UUID", ""), instance=instance,
+                                    profile=labels.get("GPU_I_PROFILE") or None,
+                                    model=found.key if found else None, namespace=key[3], pod=key[4])
+    if metric == METRIC_MEMORY:
+        s.fb_used = values
+    elif metric == METRIC_FREE:
+        s.fb_free = values
+    elif metric == METRIC_ACTIVE:
+        s.active = values
+    elif metric == METRIC_UTIL and s.active is None and instance is None:
+        s.active = values / 100.0     # percent; only where GR_ENGINE_ACTIVE is missing
+
+
 def fetch_usage(client, end: float, settings: Settings) -> UsageData:
     """Read ``settings.days`` of history ending at ``end`` from Prometheus.
 
@@ -162,36 +190,32 @@ def fetch_usage(client, end: float, settings: Settings) -> UsageData:
             arr[idx[ok]] = data[ok, 1]
         return arr
 
-    raw = {m: client.query_range(m, start, end, step) for m in
-           (METRIC_MEMORY, METRIC_FREE) + ((METRIC_ACTIVE,) if have_active else ()) + ((METRIC_UTIL,) if have_util else ())}
-    exported = any("exported_namespace" in s["metric"] for rows in raw.values() for s in rows)
+    metrics = (METRIC_MEMORY, METRIC_FREE) + ((METRIC_ACTIVE,) if have_active else ()) + \
+        ((METRIC_UTIL,) if have_util else ())
+    any_metric = METRIC_ACTIVE if have_active else METRIC_UTIL
+    # honorLabels false (the chart's default) moves the pod's labels to exported_*
+    exported = bool(client.query('count(last_over_time(%s{exported_namespace!=""}[%s]))' % (any_metric, window), end))
     ns_label, pod_label = ("exported_namespace", "exported_pod") if exported else ("namespace", "pod")
+    # Nodes are read a few at a time: one answer for a whole fleet would not fit in memory
+    # (28 days of 1,000 GPUs is about 8 million samples per metric).
+    hosts = []
+    for row in client.query("count by (Hostname, hostname) (last_over_time(%s[%s]))" % (any_metric, window), end):
+        for label in ("Hostname", "hostname"):
+            if row["metric"].get(label):
+                hosts.append((label, row["metric"][label]))
+    selectors = []
+    for label in ("Hostname", "hostname"):
+        names = sorted({h for lab, h in hosts if lab == label})
+        for i in range(0, len(names), NODES_PER_QUERY):
+            selectors.append('%s=~"%s"' % (label, "|".join(re.sub(r"([.\\^$*+?()\[\]{}|])", r"\\\\\1", n)
+                                                           for n in names[i:i + NODES_PER_QUERY])))
+    if not hosts:
+        selectors = [""]
     series: dict[tuple, GpuSeries] = {}
-    for metric, rows in raw.items():
-        for row in rows:
-            labels = row["metric"]
-            node = labels.get("Hostname") or labels.get("hostname") or labels.get("instance", "?").split(":")[0]
-            try:
-                gpu = int(labels.get("gpu", "0"))
-            except ValueError:
-                gpu = 0
-            instance = labels.get("GPU_I_ID") or None
-            key = (inv_model.node_name(node), gpu, instance, labels.get(ns_label), labels.get(pod_label))
-            found = gpu_catalog.lookup(labels.get("modelName", "")) if labels.get("modelName") else None
-            s = series.get(key)
-            if s is None:
-                s = series[key] = GpuSeries(node=key[0], gpu=gpu, uuid=labels.get("UUID", ""), instance=instance,
-                                            profile=labels.get("GPU_I_PROFILE") or None,
-                                            model=found.key if found else None, namespace=key[3], pod=key[4])
-            values = grid(row["values"])
-            if metric == METRIC_MEMORY:
-                s.fb_used = values
-            elif metric == METRIC_FREE:
-                s.fb_free = values
-            elif metric == METRIC_ACTIVE:
-                s.active = values
-            elif metric == METRIC_UTIL and s.active is None and instance is None:
-                s.active = values / 100.0
+    for selector in selectors:
+        for metric in metrics:
+            for row in client.query_range("%s{%s}" % (metric, selector), start, end, step):
+                _add_row(series, metric, row, grid(row["values"]), ns_label, pod_label)
     if not any(s.namespace for s in series.values()):
         raise AdviceError("the dcgm-exporter series at %s carry no namespace or exported_namespace label: the "
                           "exporter does not attribute GPUs to pods. Its kubelet pod-resources mount must be on and "
@@ -204,11 +228,13 @@ def fetch_usage(client, end: float, settings: Settings) -> UsageData:
         labels = row["metric"]
         owners[(labels.get("namespace"), labels.get("pod"))] = (labels.get("owner_kind"), labels.get("owner_name"))
     counts = defaultdict(lambda: np.zeros(steps))
-    for row in client.query_range("count by (namespace, pod, owner_kind, owner_name) (%s)" % METRIC_OWNER,
-                                  start, end, step):
-        labels = row["metric"]
-        name = service_name(labels.get("owner_kind"), labels.get("owner_name"), labels.get("pod", ""))
-        counts[(labels.get("namespace"), name)] += np.nan_to_num(grid(row["values"]))
+    namespaces = sorted({ns for ns, _pod in owners if ns})
+    for ns in namespaces:              # a namespace at a time, for the same reason as the nodes
+        for row in client.query_range('count by (namespace, owner_kind, owner_name) (%s{namespace="%s"})'
+                                      % (METRIC_OWNER, ns), start, end, step):
+            labels = row["metric"]
+            name = service_name(labels.get("owner_kind"), labels.get("owner_name"), labels.get("owner_name") or "")
+            counts[(labels.get("namespace"), name)] += np.nan_to_num(grid(row["values"]))
     return UsageData(start=start, step=step, steps=steps, series=list(series.values()), owners=owners,
                      pods_running=dict(counts), source=client.url,
                      notes=["pod labels read from %s/%s" % (ns_label, pod_label)])
