@@ -19,7 +19,19 @@ out="$root/build/ee"
 mkdir -p "$out"
 rm -f "$out"/gpushare-cluster-*.tar.gz
 ansible-galaxy collection build --force --output-path "$out" >/dev/null
-mv "$out"/gpushare-cluster-*.tar.gz "$out/gpushare-cluster.tar.gz"
+# Repacked with fixed times and owners, so an unchanged collection gives the same bytes and
+# Docker reuses every layer; a changed one rebuilds from the collection install on.
+unpacked=$(mktemp -d)
+trap 'rm -rf "$unpacked"' EXIT
+tar -C "$unpacked" -xzf "$out"/gpushare-cluster-*.tar.gz
+rm -f "$out"/gpushare-cluster-*.tar.gz
+(cd "$unpacked" && find . -mindepth 1 -maxdepth 1 -printf '%P\n' | LC_ALL=C sort \
+  | tar --sort=name --mtime=@0 --owner=0 --group=0 --numeric-owner -cf - -T - ) | gzip -n >"$out/gpushare-cluster.tar.gz.new"
+if cmp -s "$out/gpushare-cluster.tar.gz.new" "$out/gpushare-cluster.tar.gz"; then
+  rm "$out/gpushare-cluster.tar.gz.new"; log "collection unchanged since the last build"
+else
+  mv "$out/gpushare-cluster.tar.gz.new" "$out/gpushare-cluster.tar.gz"
+fi
 
 start=$(date +%s)
 ansible-builder build -f meta/execution-environment.yml -t "$EE_IMAGE" \
@@ -33,5 +45,8 @@ import ansible, ansible_runner, kubernetes, scipy, yaml, dateutil, zoneinfo
 zoneinfo.ZoneInfo("Europe/Berlin")
 print("controller Python libraries present")'
 docker run --rm --network none "$EE_IMAGE" ansible-doc -t module gpushare.cluster.plan >/dev/null
-docker run --rm --network none "$EE_IMAGE" ansible-galaxy collection list \
-  gpushare.cluster kubernetes.core ansible.posix community.general awx.awx
+collections=$(docker run --rm --network none "$EE_IMAGE" ansible-galaxy collection list 2>/dev/null)
+for c in gpushare.cluster kubernetes.core ansible.posix community.general awx.awx; do
+  grep -q "^$c " <<<"$collections" || { log "collection $c missing in $EE_IMAGE"; exit 1; }
+done
+log "$EE_IMAGE has gpushare.cluster, kubernetes.core, ansible.posix, community.general, awx.awx"

@@ -48,7 +48,12 @@ def private_data_dir(work: Path, template: dict, answers: dict, job_type: str, i
         dest = pdd / "project" / name
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, dest, follow_symlinks=False)
-    shutil.copytree(inventory, pdd / "inventory")
+    # The inventory AWX syncs from the project: hosts.yml with its group_vars and host_vars.
+    (pdd / "inventory").mkdir()
+    shutil.copy2(inventory / "hosts.yml", pdd / "inventory" / "hosts.yml")
+    for folder in ("group_vars", "host_vars"):
+        if (inventory / folder).is_dir():
+            shutil.copytree(inventory / folder, pdd / "inventory" / folder)
     (pdd / "env").mkdir()
     extra = launch_extra_vars(template, answers)
     (pdd / "env" / "extravars").write_text(yaml.safe_dump(extra))

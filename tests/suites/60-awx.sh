@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# AWX without an AWX server (none can run here; docs/awx.md):
+#   1. ansible-lint on playbooks/awx.yml with the `args` rule fatal (tests/awx/ansible-lint.yml),
+#      and proof that it checks every awx.awx task: a copy with a misspelt option in each
+#      must give one args[module] finding per task;
+#   2. the job templates, surveys and schedules awx.yml makes from each example inventory's
+#      Plan (and from the example day in Europe/Berlin), checked offline against AWX's rules
+#      and their next runs computed as AWX does, across daylight-saving changes;
+#   3. the execution environment built with ansible-builder from meta/execution-environment.yml
+#      (local Debian 12 base; Docker's layer cache makes an unchanged rebuild take seconds);
+#   4. the plan job and a render-mode GPU stack job run through it the way AWX runs them:
+#      ansible-runner transmit | docker run -i EE ansible-runner worker | ansible-runner process,
+#      with the survey answers and the 19:00 schedule's extra data; job events asserted.
+# Never skips: anything that cannot run fails.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=$(pwd)
+if [ -x "$root/.venv/bin/python" ]; then
+  export PATH="$root/.venv/bin:$PATH"
+fi
+export ANSIBLE_CONFIG="$root/ansible.cfg"
+for tool in ansible-builder ansible-runner ansible-lint ansible-playbook; do
+  command -v "$tool" >/dev/null || { echo "60-awx: $tool missing; run make dev-venv" >&2; exit 1; }
+done
+python -c 'import dateutil.rrule' || { echo "60-awx: python-dateutil missing; run make dev-venv" >&2; exit 1; }
+if [ ! -e .collections/ansible_collections/gpushare/cluster ]; then
+  mkdir -p .collections/ansible_collections/gpushare
+  ln -sfn ../../.. .collections/ansible_collections/gpushare/cluster
+fi
+work=$(mktemp -d /tmp/gpushare-awx.XXXXXX)
+trap 'rm -rf "$work"' EXIT
+step() { echo "--- 60-awx: $* ($(date +%T)) ---"; }
+
+step "ansible-lint playbooks/awx.yml, args rule fatal"
+ansible-lint -c tests/awx/ansible-lint.yml playbooks/awx.yml
+tasks=$(grep -cE '^ +awx\.awx\.[a-z_]+:$' playbooks/awx.yml)
+mutant="$work/playbooks/awx.yml"
+mkdir -p "$work/playbooks"
+sed -E 's/^( +)(awx\.awx\.[a-z_]+:)$/\1\2\n\1  gpushare_misspelt_option: 1/' playbooks/awx.yml >"$mutant"
+rc=0
+ansible-lint -c tests/awx/ansible-lint.yml -f pep8 --nocolor "$mutant" >"$work/lint-mutant.log" 2>&1 || rc=$?
+found=$(grep -c 'args\[module\].*Unsupported parameters .*gpushare_misspelt_option' "$work/lint-mutant.log" || true)
+if [ "$rc" -eq 0 ] || [ "$found" -ne "$tasks" ]; then
+  cat "$work/lint-mutant.log" >&2
+  echo "60-awx: a misspelt option in each of the $tasks awx.awx tasks gave $found args[module] findings (rc $rc)" >&2
+  exit 1
+fi
+echo "args rule: $found of $tasks awx.awx tasks with a misspelt option refused (rc $rc)"
+
+step "AWX definitions from each inventory's plan, checked offline"
+cp -r inventory-examples/four-gpu-server "$work/example-day-berlin"
+rm -rf "$work/example-day-berlin/artifacts"
+sed -i -E 's|^(  timezone: )UTC( .*)?$|\1Europe/Berlin\2|' "$work/example-day-berlin/group_vars/all/policy.yml"
+grep -q '^  timezone: Europe/Berlin' "$work/example-day-berlin/group_vars/all/policy.yml" \
+  || { echo "60-awx: could not set the Berlin variant's time zone" >&2; exit 1; }
+for inv in inventory-examples/*/ "$work/example-day-berlin/"; do
+  name=$(basename "$inv")
+  ansible-playbook -i "$inv" playbooks/awx.yml -e gpushare_awx_render_only=true \
+    -e "gpushare_awx_render_dir=$work/defs/$name" >"$work/awx-$name.log" 2>&1 \
+    || { tail -n 40 "$work/awx-$name.log" >&2; exit 1; }
+  extra=()
+  [ "$name" = example-day-berlin ] && extra=(--expect-dst)
+  python tests/awx/validate.py "$work/defs/$name/definitions.json" "${extra[@]}"
+done
+
+step "execution environment (ansible-builder)"
+tests/awx/build-ee.sh
+
+step "jobs through ansible-runner transmit | worker | process"
+python tests/awx/run_jobs.py --image "${EE_IMAGE:-gpushare-ee:latest}" \
+  --definitions "$work/defs/four-gpu-server/definitions.json" \
+  --inventory inventory-examples/four-gpu-server --work "$work/jobs"
+echo "60-awx: EE built, plan and render-mode site jobs ran in it, AWX definitions valid"
