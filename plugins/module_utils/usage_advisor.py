@@ -69,9 +69,41 @@ class GpuSeries:
     model: str | None              # catalogue key from modelName
     namespace: str | None
     pod: str | None
-    fb_used: object = None         # numpy arrays over the grid (NaN = no sample)
+    fb_used: object = None         # numpy arrays over the grid from `offset` (NaN = no sample)
     fb_free: object = None
     active: object = None          # 0..1 relative to the device
+    offset: int = 0                # grid index of the arrays' first element
+
+    def full(self, name: str, steps: int):
+        """The metric ``name`` over the whole grid (float64, NaN where absent), or None."""
+        np = _np()
+        arr = getattr(self, name)
+        if arr is None:
+            return None
+        if self.offset == 0 and len(arr) == steps and arr.dtype == np.float64:
+            return arr
+        out = np.full(steps, np.nan)
+        out[self.offset:self.offset + len(arr)] = arr
+        return out
+
+    def compact(self) -> "GpuSeries":
+        """Keep only the stretch from the first to the last sample, as float32: a Job's pod
+        holds its GPU a few hours of 28 days, and a fleet has thousands of such series."""
+        np = _np()
+        arrays = [a for a in (self.fb_used, self.fb_free, self.active) if a is not None]
+        if not arrays:
+            return self
+        present = np.zeros(len(arrays[0]), dtype=bool)
+        for a in arrays:
+            present |= ~np.isnan(a)
+        idx = np.flatnonzero(present)
+        lo, hi = (int(idx[0]), int(idx[-1]) + 1) if idx.size else (0, 0)
+        for name in ("fb_used", "fb_free", "active"):
+            a = getattr(self, name)
+            if a is not None:
+                setattr(self, name, a[lo:hi].astype(np.float32))
+        self.offset += lo
+        return self
 
     @property
     def device(self) -> tuple:
@@ -216,6 +248,10 @@ def fetch_usage(client, end: float, settings: Settings) -> UsageData:
         for metric in metrics:
             for row in client.query_range("%s{%s}" % (metric, selector), start, end, step):
                 _add_row(series, metric, row, grid(row["values"]), ns_label, pod_label)
+        for s in series.values():
+            if s.offset == 0 and s.fb_used is not None and len(s.fb_used) == steps or \
+                    s.offset == 0 and s.active is not None and len(s.active) == steps:
+                s.compact()
     if not any(s.namespace for s in series.values()):
         raise AdviceError("the dcgm-exporter series at %s carry no namespace or exported_namespace label: the "
                           "exporter does not attribute GPUs to pods. Its kubelet pod-resources mount must be on and "
@@ -359,12 +395,13 @@ class _Context:
         self.days_index = np.array([int((i * usage.step) // 86400) for i in range(usage.steps)])
 
 
-def _present(s: GpuSeries):
+def _present(s: GpuSeries, steps: int):
     np = _np()
-    p = np.zeros(0, dtype=bool)
-    for arr in (s.fb_used, s.active):
+    p = np.zeros(steps, dtype=bool)
+    for name in ("fb_used", "active"):
+        arr = getattr(s, name)
         if arr is not None:
-            p = ~np.isnan(arr) if p.size == 0 else (p | ~np.isnan(arr))
+            p[s.offset:s.offset + len(arr)] |= ~np.isnan(arr)
     return p
 
 
@@ -390,9 +427,9 @@ def _services(ctx: _Context) -> tuple[dict, list[str]]:
             group = [s for s in by_device[dev] if s.namespace == svc.namespace and
                      service_name(*usage.owners.get((s.namespace, s.pod), (None, None)), s.pod or "") == svc.name]
             model, cfrac, ufrac, cap = _device_info(group[0], ctx.node_models)
-            mem = _stack_max([s.fb_used for s in group], usage.steps)
-            act = _stack_max([s.active for s in group], usage.steps)
-            free = _stack_max([s.fb_free for s in group], usage.steps)
+            mem = _stack_max([s.full("fb_used", usage.steps) for s in group], usage.steps)
+            act = _stack_max([s.full("active", usage.steps) for s in group], usage.steps)
+            free = _stack_max([s.full("fb_free", usage.steps) for s in group], usage.steps)
             if cap is None and not np.isnan(free).all():
                 cap = float(np.nanmax(mem + free))
             svc.devices[dev] = _Device(dev, model, group[0].profile, cfrac, ufrac, cap, mem, act)
@@ -438,7 +475,7 @@ def _features(ctx: _Context, svc: _Service, sl: slice) -> dict:
     running = ctx.usage.pods_running.get((svc.namespace, svc.name))
     pods_dcgm = np.zeros(n)
     for series in svc.pod_series.values():
-        pods_dcgm = pods_dcgm + np.vstack([_present(x)[sl] for x in series]).any(axis=0)
+        pods_dcgm = pods_dcgm + np.vstack([_present(x, steps)[sl] for x in series]).any(axis=0)
     pods_up = np.maximum(running[sl], pods_dcgm) if running is not None else pods_dcgm
     devices_up = present_stack.sum(axis=0)
     # Pods that share devices (a time-sliced GPU reported once or copied to every sharer):
@@ -457,8 +494,9 @@ def _features(ctx: _Context, svc: _Service, sl: slice) -> dict:
     else:
         mems, acts, gpus = [], [], []
         for series in svc.pod_series.values():
-            m = np.vstack([x.fb_used[sl] if x.fb_used is not None else np.full(n, np.nan) for x in series])
-            a = np.vstack([(x.active[sl] if x.active is not None else np.full(n, np.nan)) *
+            m = np.vstack([x.full("fb_used", steps)[sl] if x.fb_used is not None else np.full(n, np.nan)
+                           for x in series])
+            a = np.vstack([(x.full("active", steps)[sl] if x.active is not None else np.full(n, np.nan)) *
                            svc.devices[x.device].compute_fraction for x in series])
             p = ~(np.isnan(m) & np.isnan(a))
             up = p.any(axis=0)
@@ -484,11 +522,10 @@ def _features(ctx: _Context, svc: _Service, sl: slice) -> dict:
     hours = ctx.hours[sl]
     by_hour = np.bincount(hours[active], minlength=24).astype(float)
     total_active = by_hour.sum()
-    best, best_start = 0.0, 0
-    for h in range(24):
-        share = sum(by_hour[(h + k) % 24] for k in range(12)) / total_active if total_active else 0.0
-        if share > best + 1e-12:
-            best, best_start = share, h
+    # the 12 hours of the day (from each start hour, round the clock) holding most activity
+    spans = np.array([by_hour[(h + np.arange(12)) % 24].sum() for h in range(24)])
+    best_start = int(np.argmax(spans))
+    best = float(spans[best_start] / total_active) if total_active else 0.0
     idle_mem = mem_total[idle]
     # A MIG slice busy at its limit hides the real need: the p95 is then only a lower bound.
     saturated, saturated_fraction = 0.0, None
@@ -630,10 +667,9 @@ def advise(usage: UsageData, variables: dict, settings: Settings = Settings()) -
     any_present = np.zeros(usage.steps, dtype=bool)
     node_present = defaultdict(lambda: np.zeros(usage.steps, dtype=bool))
     for s in usage.series:
-        p = _present(s)
-        if p.size:
-            any_present |= p
-            node_present[s.node] |= p
+        p = _present(s, usage.steps)
+        any_present |= p
+        node_present[s.node] |= p
     if not any_present.any():
         raise AdviceError("the GPU series in %s hold no samples: nothing to advise from" % (usage.source or "the data"))
     first, last = int(np.flatnonzero(any_present)[0]), int(np.flatnonzero(any_present)[-1])
@@ -753,7 +789,7 @@ def _chart_data(ctx: _Context, f: dict, sl: slice) -> dict:
             ok = ~np.isnan(blocks).all(axis=1)
             out = np.full(blocks.shape[0], np.nan)
             out[ok] = np.nanmean(blocks[ok], axis=1)
-        return [None if math.isnan(v) else round(float(v), 3) for v in out]
+        return [None if v != v else v for v in np.round(out, 3).tolist()]    # v != v: NaN
     return {"start": _iso(ctx.usage, sl.start), "hours": n // per,
             "memory_gib": hourly(f["mem_total"] / 1024.0), "gpus_active": hourly(f["act_total"])}
 

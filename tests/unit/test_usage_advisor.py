@@ -141,6 +141,17 @@ def test_example_day_proposal_is_accepted_by_the_planner(advice):
     assert plan["windows"][0]["name"] == "night"
 
 
+def test_compact_series_give_the_same_advice(advice):
+    """Series trimmed to their samples as float32 (what fetch_usage keeps) advise the same."""
+    compact = ua.advise(usage_synth.example_day(compact=True), example_inventory())
+    for s in advice["services"]:
+        c = _svc(compact, s["name"])
+        assert (c["status"], c.get("sharing"), c.get("mig_profile"), c.get("gpus"), c.get("replicas")) == \
+            (s["status"], s.get("sharing"), s.get("mig_profile"), s.get("gpus"), s.get("replicas"))
+        assert c.get("memory_need_mib") == pytest.approx(s.get("memory_need_mib"), rel=1e-3)
+    assert compact["windows"] == advice["windows"]
+
+
 def test_duplicated_time_slice_reporting_reads_as_one_pool():
     dup = ua.advise(usage_synth.example_day(duplicate_shared=True), example_inventory())
     once = ua.advise(usage_synth.example_day(), example_inventory())

@@ -60,13 +60,17 @@ class Builder:
         self.series.append(s)
         return s
 
+    def compact(self) -> None:
+        for s in self.series:
+            s.compact()
+
     def usage(self) -> UsageData:
         return UsageData(start=float(self.start), step=self.step, steps=self.steps, series=self.series,
                          owners=self.owners, pods_running=self.running, source="synthetic")
 
 
 def example_day(days: int = 28, seed: int = 1, duplicate_shared: bool = False, classifier_memory: bool = False,
-                gap_node: str | None = None, change_after_day: int | None = None) -> UsageData:
+                gap_node: str | None = None, change_after_day: int | None = None, compact: bool = False) -> UsageData:
     """The four-GPU example day: vLLM on GPU 0, three MIG services on GPU 1, five notebooks
     time-sliced on GPU 2 (lent whole at night), a nightly two-GPU fine-tune on GPUs 2 and 3."""
     b = Builder(days=days, seed=seed)
@@ -110,11 +114,14 @@ def example_day(days: int = 28, seed: int = 1, duplicate_shared: bool = False, c
         for gpu in (2, 3):
             b.device("gpu01", gpu, "training", "%s-abcde" % job, 19137 + b.noise(20),
                      0.85 + b.noise(0.08), up=up)
+    if compact:
+        b.compact()
     if gap_node:
         for s in b.series:
             if s.node == gap_node:
                 hole = (b.t > b.start + 3 * DAY) & (b.t < b.start + 8 * DAY)
-                for arr in (s.fb_used, s.active):
-                    if arr is not None:
-                        arr[hole] = np.nan
+                for name in ("fb_used", "active"):
+                        arr = getattr(s, name)
+                        if arr is not None:
+                            arr[hole[s.offset:s.offset + len(arr)]] = np.nan
     return b.usage()
