@@ -16,7 +16,7 @@ import json
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import render_helm, render_monitoring
+from ansible_collections.gpushare.cluster.plugins.module_utils import node_labels, render_helm, render_monitoring, render_report
 
 # filter name -> renderer function
 RENDERERS = {
@@ -37,6 +37,13 @@ RENDERERS = {
     "prometheus_rule": render_monitoring.prometheus_rule,
     "team_dashboard": render_monitoring.team_dashboard,
     "dashboard_configmap": render_monitoring.dashboard_configmap,
+    # The gpu_operator role's node label decisions (node_labels.py).
+    "node_changes": node_labels.node_changes,
+    "busy_nodes": node_labels.busy_nodes,
+    "node_label_patches": node_labels.node_label_patches,
+    "mig_failed": node_labels.mig_failed,
+    # site.yml's closing summary (render_report.py).
+    "team_lines": render_report.team_lines,
 }
 
 

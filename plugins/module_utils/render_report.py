@@ -90,3 +90,15 @@ def _limit(allowed: bool, limit) -> str:
     if not allowed:
         return "no"
     return "yes" if limit is None else "up to %d" % limit
+
+
+def team_lines(plan: dict) -> list[str]:
+    """One line per team: namespaces, queues, what it owns, priority, lending and borrowing
+    (site.yml prints them after the GPU stack)."""
+    lines = []
+    for t in plan["teams"]:
+        owns = ", ".join("%s: %s" % kv for kv in t["owns"].items()) or "nothing"
+        lines.append("%s: namespaces %s; LocalQueue %s -> ClusterQueue %s; owns %s; priority %s%s%s"
+                     % (t["name"], ", ".join(t["namespaces"]), t["local_queue"], t["cluster_queue"], owns,
+                        t["priority"], "; lends idle quota" if t["lend"] else "", "; may borrow" if t["borrow"] else ""))
+    return lines

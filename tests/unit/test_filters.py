@@ -17,7 +17,7 @@ for extra in (ROOT / ".collections", Path(__file__).resolve().parent):
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import render_helm, render_monitoring  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils import node_labels, render_helm, render_monitoring  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.render_manifests import render  # noqa: E402
 from inventories import EXAMPLE_NAMES, load_example  # noqa: E402
@@ -29,6 +29,7 @@ HELM = ("gpu_operator_values", "dra_driver_values", "kueue_values", "kueue_manag
         "kube_prometheus_values", "gpu_pods", "config_hash", "dra_mig_layout_hash", "unmanaged",
         "window_flavors", "prune_candidates", "pods_on_changing_gpus", "gpu_layout_since")
 MONITORING = ("monitoring_objects", "prometheus_rule", "team_dashboard", "dashboard_configmap")
+NODE_LABELS = ("node_changes", "busy_nodes", "node_label_patches", "mig_failed")
 
 
 def _json(value):
@@ -36,7 +37,9 @@ def _json(value):
 
 
 def test_filter_names_map_to_the_renderers():
-    assert set(FILTERS) == set(HELM) | set(MONITORING) | {"inventory_nodes"}
+    assert set(FILTERS) == set(HELM) | set(MONITORING) | set(NODE_LABELS) | {"inventory_nodes", "team_lines"}
+    for name in NODE_LABELS:
+        assert FILTERS[name].__wrapped__ is getattr(node_labels, name), name
     for name in HELM:
         assert FILTERS[name].__wrapped__ is getattr(render_helm, name), name
     for name in MONITORING:
