@@ -11,10 +11,14 @@ single-memory 1g (size 1, max 7) on GB300, and profile ID 14 is ``1g.6gb`` on A3
 12 on RTX PRO 6000). So everything here is keyed by GPU model (``CATALOG[key]``, or
 ``lookup``/``lookup_pci``), never by profile name or profile ID alone.
 
-Every figure carries its source in ``source``. "§" references point to
-``shared/reference/nvidia_specifics.md``. Where that reference has no usable-memory figure,
-the value is estimated by the one rule in ``ESTIMATED``, and the profile's source starts
-with ``"estimated:"``.
+Every figure carries its source in ``source``. Usable memory per MIG profile is the lowest
+value any published reading of a real card gave (``nvidia-smi mig -lgip``, NVML
+``memorySizeMB`` or the GPU feature discovery label ``nvidia.com/mig-<profile>.memory``):
+the same profile reports less on some drivers than on others, and a figure above what a
+card reports would put a model on a slice that cannot hold it. Where no reading is
+published, the value is estimated by the rules in ``ESTIMATED`` (never above any reading),
+and the profile's source starts with ``"estimated:"``. tests/unit/test_gpu_catalog.py holds
+every reading with its citation and checks that no figure here exceeds one.
 """
 
 from __future__ import absolute_import, annotations, division, print_function
@@ -28,52 +32,100 @@ __metaclass__ = type
 NVIDIA_VENDOR_ID = 0x10DE
 
 # Sources used by several entries, named once.
+_MIG_GUIDE = "NVIDIA MIG User Guide, Supported MIG Profiles (docs.nvidia.com/datacenter/tesla/mig-user-guide)"
+_MIG_PARTED = "NVIDIA/mig-parted deployments/systemd/config-default.yaml"
 _SRC_PCI = ("PCI IDs and NVML names: NVIDIA open-gpu-kernel-modules README 595.45.04 "
             "'Compatible GPUs' table; pci.ids (pciutils/pciids c1c1254, 2026-08-22)")
-_SRC_SMI = "[OBSERVED: memory.total in third-party nvidia-smi output, not in the reference]"
-_SRC_LGIPP_A100 = "placements §1.2 (MIG User Guide -lgipp for A100) [CONFIRMED]"
-_SRC_LGIPP_H100 = "placements §1.2 (-lgipp identical on H100 80GB/NVL, Colfax Research) [OBSERVED]"
-_SRC_LGIPP_INF = "placements §1.2 [INFERRED: same fractions and max counts; no -lgipp seen]"
+_SRC_SMI = "[OBSERVED: memory.total in third-party nvidia-smi output]"
+_SRC_LGIPP_A100 = "placements: MIG User Guide 'List GPU Instance Profiles' -lgipp for A100 [CONFIRMED]"
+_SRC_LGIPP_H100 = ("placements: -lgipp identical to the A100 one on H100 80GB/NVL (Colfax Research MIG "
+                   "article) [OBSERVED]")
+_SRC_LGIPP_INF = "placements: the A100 -lgipp [INFERRED: same fractions and max counts; no -lgipp seen]"
+_SRC_ALL_BALANCED = "%s all-balanced device-filter" % _MIG_PARTED
 # Read on a real H200 SXM (0x2335), driver 580.159.04, MIG disabled: nvidia-smi mig -lgip/-lgipp
-# and NVML agree (tests/fixtures/nvidia/h200/, docs/gpu-facts.md). Contradicts nothing in §1.10;
-# settles its INFERRED placements and UNCONFIRMED usable memory for the SXM card.
+# and NVML agree (tests/fixtures/nvidia/h200/, docs/gpu-facts.md).
 _SRC_H200_MEASURED = "NVML memorySizeMB on a real H200 SXM, driver 580.159.04 (docs/gpu-facts.md)"
-_SRC_LGIPP_H200 = "placements §1.2, confirmed by -lgipp on a real H200 SXM (docs/gpu-facts.md)"
+_SRC_LGIPP_H200 = "placements: -lgipp on a real H200 SXM, the same as the A100 one (docs/gpu-facts.md)"
 
 
 def _gib(value: float) -> int:
     """MiB from a two-decimal GiB figure as ``nvidia-smi mig -lgip`` prints it.
 
     The driver reports multiples of 1/16 GiB (64 MiB) and nvidia-smi rounds them to two
-    decimals, so 19.62 means 19.625 GiB = 20096 MiB (the GFD label value, §1.6).
+    decimals, so 19.62 means 19.625 GiB = 20096 MiB (what GFD labels the same profile).
     """
     return int(round(value * 1024 / 64)) * 64
 
 
-# --- the estimate rule -------------------------------------------------------------------
+# --- published readings ------------------------------------------------------------------
 
-# Two 7-way cards have measured usable memory per placement size (memory slices): H100-80GB
-# (GFD labels in NVIDIA's docs, §1.6) and H200 (NVML memorySizeMB read on a real H200 SXM,
-# driver 580.159.04, docs/gpu-facts.md). The fraction of the card's memory differs between
-# them (H200's small slices hold relatively less), so an estimate takes the smaller of the
-# two: over-promising memory would put a model on a slice that cannot hold it.
-_BASIS = (
-    (81559, {1: 9984, 2: 20096, 4: 40320, 8: _gib(79.25)}),     # H100-80GB, §1.6
-    (143771, {1: 16384, 2: 33280, 4: 71424, 8: 143360}),        # H200, measured
-)
+# The lowest published usable memory per placement size (grid units) of each model, with
+# its source. tests/unit/test_gpu_catalog.py lists every reading behind these minima.
+_R_A100_40 = "go-nvml commit b72647c, real NVML values of a DGX A100 40GB (pkg/nvml/mock/dgxa100/dgxa100.go)"
+_R_A100_80 = ("GFD labels and -lgip on an A100 80GB PCIe, driver 515.86.01 (Azure NC24ads_A100_v4); "
+              "3g below 40 GiB also in NVIDIA/mig-parted#31, 7g at most 79 GiB in NVIDIA/gpu-operator#351")
+_R_H100_80 = ("-lgip on an H100 80GB, driver 525.125.06 (Google Cloud docs, 'Create an accelerator-optimized "
+              "VM', Multi-Instance GPUs)")
+_R_H100_80_7G = "-lgip 7g.80gb 79.25 GiB on an H100 80GB (jbarrow.ai/field_notes/nvidia-mig)"
+_R_H100_94 = ("-lgip on an H100 NVL (OpenNebula/website content/product/cluster_configuration/"
+              "hosts_and_clusters/vgpu.md)")
+_R_H100_96 = ("-lgip on a GH200 (kf-cuanschutz/NVIDIA_Grace_Hopper_benchmarking_logs_ "
+              "Daily_installs_loggings/Lessons_learned_from_the_slurm_MIG_installation.md)")
+_R_GH200_144 = "-lgip on a GH200 144G HBM3e (NVIDIA/mig-parted#139)"
+_R_H200 = "-lgip on an H200 (NVIDIA/mig-parted#120); the H200 SXM read here reports 256 MiB more"
+_R_B200 = "-lgip on a B200 (NVIDIA/mig-parted#187: 1g 20.50 GiB; #166: 22.00 GiB)"
+_R_GB200 = "-lgip on a GB200 (NVIDIA/mig-parted#227)"
+_R_A30 = "-lgip on an A30 (Summer-Lo/Docker_configuration 000-MIG/README.md)"
+_R_RTX = "-lgip on an RTX PRO 6000 Blackwell Server Edition (bigstack-oss/cubecos#312)"
+
+_MEASURED: dict[str, dict[int, tuple[int, str]]] = {
+    "a100-40gb": {1: (4864, _R_A100_40), 2: (9856, _R_A100_40), 4: (19968, _R_A100_40), 8: (40192, _R_A100_40)},
+    "a100-80gb": {1: (9728, _R_A100_80), 2: (19968, _R_A100_80), 4: (40192, _R_A100_80), 8: (_gib(79.00), _R_A100_80)},
+    "h100-80gb": {1: (_gib(9.62), _R_H100_80), 2: (_gib(19.50), _R_H100_80), 4: (_gib(39.25), _R_H100_80),
+                  8: (_gib(79.25), _R_H100_80_7G)},
+    "h100-94gb": {1: (_gib(10.62), _R_H100_94), 2: (_gib(21.50), _R_H100_94), 4: (_gib(46.12), _R_H100_94),
+                  8: (_gib(92.62), _R_H100_94)},
+    "h100-96gb": {1: (_gib(11.00), _R_H100_96), 2: (_gib(23.00), _R_H100_96), 4: (_gib(46.50), _R_H100_96),
+                  8: (_gib(93.00), _R_H100_96)},
+    "gh200-144gb": {1: (_gib(17.50), _R_GH200_144), 2: (_gib(35.25), _R_GH200_144)},
+    "h200-141gb": {1: (16384, _SRC_H200_MEASURED + " and " + _R_H200), 2: (_gib(32.25), _R_H200),
+                   4: (_gib(69.50), _R_H200), 8: (_gib(139.75), _R_H200)},
+    "b200": {1: (_gib(20.50), _R_B200), 2: (_gib(44.25), _R_B200)},
+    "gb200": {1: (_gib(22.00), _R_GB200), 2: (_gib(45.50), _R_GB200)},
+    "a30": {1: (_gib(5.81), _R_A30), 2: (_gib(11.69), _R_A30)},
+    "rtx-pro-6000": {3: (_gib(23.12), _R_RTX), 6: (_gib(46.50), _R_RTX)},
+}
+
+# Card memory (NVML memory.total, MiB) of the 7-way models above, for the estimate rule.
+_SEVEN_WAY_CARD_MIB = {"a100-40gb": 40960, "a100-80gb": 81920, "h100-80gb": 81559, "h100-94gb": 95830,
+                       "h100-96gb": 97871, "gh200-144gb": 146831, "h200-141gb": 143771, "b200": 183359,
+                       "gb200": 189471}
+
+
+# --- the estimate rules ------------------------------------------------------------------
 
 ESTIMATED = (
-    "estimated: usable MiB = card memory_mib x the smaller usable/card fraction for the same "
-    "placement size observed on H100-80GB (GFD labels 9984, 20096, 40320 MiB, -lgip 79.25 GiB "
-    "over 81559 MiB, §1.6) and measured on H200 (16384, 33280, 71424, 143360 over 143771 MiB, "
-    "docs/gpu-facts.md), rounded down to 64 MiB. Used where no usable-memory figure is known "
-    "(A100-80GB, H100-96GB 7g, GH200-144GB, B200, B300, GB200, GB300); replace with -lgip / "
-    "GFD nvidia.com/mig-<profile>.memory values from the real card when they are known."
+    "estimated, where no reading of the model is published, by one of two rules that give no more "
+    "than any published reading. 7-way models: usable MiB = card memory_mib x the smallest "
+    "usable/card ratio for the same placement size among all 7-way cards with a published reading "
+    "(gpu_catalog._MEASURED), rounded down to 64 MiB; applied to any measured card the rule gives at "
+    "most its reading, since that card's ratio is one of those compared. Other grids (one model "
+    "each): usable MiB = 2 x the usable MiB of the profile with half the placement size on the same "
+    "card, because every published listing has usable(2n) >= 2 x usable(n). Used for the 3g/4g/7g "
+    "profiles of GH200-144GB, B200 and GB200, every profile of B300 and GB300, A30 4g.24gb and RTX PRO "
+    "6000 4g.96gb. "
+    "Replace with -lgip / GFD nvidia.com/mig-<profile>.memory values from the real card when known."
 )
+
+# (card MiB, {placement size: lowest reading}) of every 7-way card with a published reading.
+_BASIS = tuple((_SEVEN_WAY_CARD_MIB[key], {size: mib for size, (mib, _src) in _MEASURED[key].items()})
+               for key in sorted(_SEVEN_WAY_CARD_MIB))
 
 
 def _estimate(card_mib: int, size: int) -> int:
-    return min(card_mib * by_size[size] // basis_card for basis_card, by_size in _BASIS) // 64 * 64
+    """The 7-way rule: the smallest usable/card ratio of ``size`` over the measured cards."""
+    return min(card_mib * by_size[size] // basis_card
+               for basis_card, by_size in _BASIS if size in by_size) // 64 * 64
 
 
 # --- data types --------------------------------------------------------------------------
@@ -95,7 +147,8 @@ class MigProfile:
 
     @property
     def resource_name(self) -> str:
-        """Device plugin resource under the mixed strategy (§2.3): '+' becomes '.'."""
+        """Device plugin resource under the mixed strategy: '+' becomes '.' (NVIDIA/k8s-device-plugin
+        README, "MIG strategies")."""
         return "nvidia.com/mig-" + self.name.replace("+", ".")
 
 
@@ -155,7 +208,8 @@ def _profile(name: str, size: int, starts: tuple[int, ...], max_count: int, memo
                       variant=variant, source=source)
 
 
-# The 7-compute / 8-memory-slice family, §1.2: (name template, size, starts, max count).
+# The 7-compute / 8-memory-slice family (placements as MIG User Guide -lgipp for A100):
+# (name template, size, starts, max count).
 # a, b, c, d are the GB numbers in the names of the 1-, 2-, 4- and 8-slice profiles.
 _SEVEN_WAY = (
     ("1g.{a}gb", 1, (0, 1, 2, 3, 4, 5, 6), 7),
@@ -172,9 +226,10 @@ def _seven_way(gb: tuple[int, int, int, int], card_mib: int, names_src: str, pla
                memory: dict[int, tuple[int, str]] | None = None) -> tuple[MigProfile, ...]:
     """The seven profiles of one 7-way model.
 
-    ``gb``: the GB numbers in the names (e.g. (18, 35, 71, 141) for H200). ``memory``: usable
-    MiB and its source per placement size (1, 2, 4, 8); a size left out is estimated
-    (``ESTIMATED``). Profiles of one size share the same memory slices, hence one figure.
+    ``gb``: the GB numbers in the names (e.g. (18, 35, 71, 141) for H200). ``memory``: the
+    lowest published usable MiB and its source per placement size (1, 2, 4, 8), from
+    ``_MEASURED``; a size left out is estimated (``ESTIMATED``). Profiles of one size share the
+    same memory slices, hence one figure.
     """
     memory = memory or {}
     a, b, c, d = gb
@@ -193,14 +248,34 @@ def _seven_way(gb: tuple[int, int, int, int], card_mib: int, names_src: str, pla
 
 def _gridded(classes: dict[int, tuple[tuple[int, ...], int, str]],
              rows: tuple[tuple[str, int, int], ...], names_src: str, placement_src: str) -> tuple[MigProfile, ...]:
-    """Profiles of a non-7-way grid. ``classes``: size -> (starts, usable MiB, memory source);
-    ``rows``: (name, size, max count)."""
+    """Profiles of a non-7-way grid. ``classes``: size -> (starts, usable MiB, memory source),
+    where a memory source starting with "estimated:" marks an estimate; ``rows``: (name, size,
+    max count)."""
     out = []
     for name, size, max_count in rows:
         starts, mib, mem_src = classes[size]
-        out.append(_profile(name, size, starts, max_count, mib,
-                            "memory_mib %s; names/max %s; %s" % (mem_src, names_src, placement_src)))
+        if mem_src.startswith("estimated:"):
+            source = "%s; names/max %s; %s" % (mem_src, names_src, placement_src)
+        else:
+            source = "memory_mib %s; names/max %s; %s" % (mem_src, names_src, placement_src)
+        out.append(_profile(name, size, starts, max_count, mib, source))
     return tuple(out)
+
+
+def _measured(key: str, size: int) -> tuple[int, str]:
+    mib, src = _MEASURED[key][size]
+    return mib, "%s MiB, lowest published: %s" % (mib, src)
+
+
+def _doubled(key: str, size: int) -> tuple[int, str]:
+    """The other-grid rule of ``ESTIMATED``: twice the profile of half the size."""
+    mib = 2 * _MEASURED[key][size // 2][0]
+    return mib, "estimated: memory_mib %s = 2 x the %d-unit profile, by the rule in gpu_catalog.ESTIMATED" % (
+        mib, size // 2)
+
+
+def _seven_way_memory(key: str) -> dict[int, tuple[int, str]]:
+    return {size: _measured(key, size) for size in _MEASURED.get(key, {})}
 
 
 def _model(key: str, product_name: str, aliases: tuple[str, ...], pci: tuple[int, ...], memory_mib: int,
@@ -221,115 +296,97 @@ _MODELS = (
            ("a100-40gb", "a100 40gb", "a100-40g", "a100-sxm4-40gb", "a100 sxm4 40gb", "a100-pcie-40gb",
             "a100 pcie 40gb", "nvidia a100-pcie-40gb"),
            (0x20B0, 0x20B1, 0x20F1), 40960, "Ampere",
-           "§1.4 (MIG User Guide; -lgip observed); PCI 0x20b0/0x20b1/0x20f1 §1.14 mig-parted all-balanced "
-           "(A800 0x20f6 left out); %s; memory_mib 40960 %s" % (_SRC_PCI, _SRC_SMI),
-           _seven_way((5, 10, 20, 40), 40960, "§1.4 (MIG User Guide; 1g.10gb needs R525+)", _SRC_LGIPP_A100, {
-               1: (4864, "§1.4 -lgip 1g.5gb 4.75 GiB [OBSERVED]; DRA docs capacity 4864Mi [CONFIRMED]"),
-               2: (_gib(9.75), "§1.4 -lgip 2g.10gb 9.75 GiB [OBSERVED] (1g.10gb: same 2 memory slices, "
-                               "INFERRED equal as on H100-80GB)"),
-               4: (_gib(19.62), "§1.4 -lgip 3g.20gb/4g.20gb 19.62 GiB [OBSERVED]"),
-               8: (_gib(39.50), "§1.4 -lgip 7g.40gb 39.50 GiB [OBSERVED]"),
-           }), grid=8),
+           "%s (A100-40GB); PCI 0x20b0/0x20b1/0x20f1 %s (A800 0x20f6 left out); %s; memory_mib 40960 %s"
+           % (_MIG_GUIDE, _SRC_ALL_BALANCED, _SRC_PCI, _SRC_SMI),
+           _seven_way((5, 10, 20, 40), 40960, "%s (1g.10gb needs R525+)" % _MIG_GUIDE, _SRC_LGIPP_A100,
+                      _seven_way_memory("a100-40gb")), grid=8),
     _model("a100-80gb", "NVIDIA A100-SXM4-80GB",
            ("a100-80gb", "a100 80gb", "a100-80g", "a100-sxm4-80gb", "a100 sxm4 80gb", "a100 80gb pcie",
             "a100-pcie-80gb", "nvidia a100 80gb pcie"),
            (0x20B2, 0x20B5), 81920, "Ampere",
-           "§1.5 (MIG User Guide; mig-parted all-1g.10gb=7 for 0x20b2/0x20b5); A800 0x20f3/0x20f5 left out; "
-           "%s; memory_mib 81920 %s" % (_SRC_PCI, _SRC_SMI),
-           _seven_way((10, 20, 40, 80), 81920, "§1.5 (MIG User Guide)", _SRC_LGIPP_A100), grid=8),
+           "%s (A100-80GB names scale from the 40GB table); %s all-1g.10gb=7 for 0x20b2/0x20b5; A800 "
+           "0x20f3/0x20f5 left out; %s; memory_mib 81920 %s" % (_MIG_GUIDE, _MIG_PARTED, _SRC_PCI, _SRC_SMI),
+           _seven_way((10, 20, 40, 80), 81920, _MIG_GUIDE, _SRC_LGIPP_A100, _seven_way_memory("a100-80gb")),
+           grid=8),
     _model("h100-80gb", "NVIDIA H100 80GB HBM3",
            ("h100-80gb", "h100 80gb", "h100-sxm", "h100 sxm", "h100-sxm5", "h100 sxm5 80gb", "h100-80gb-hbm3",
             "h100 pcie", "h100-pcie", "nvidia h100 pcie", "h100-pcie-80gb"),
            (0x2330, 0x2331), 81559, "Hopper",
-           "§1.6 (MIG User Guide table; GFD labels for H100-80GB-HBM3, nvidia.com/gpu.memory 81559); "
-           "H800 0x2322/0x2324 left out; %s" % _SRC_PCI,
-           _seven_way((10, 20, 40, 80), 81559, "§1.6 (MIG User Guide)", _SRC_LGIPP_H100, {
-               1: (9984, "§1.6 GFD label mig-1g.10gb.memory 9984 [CONFIRMED]; -lgip 9.75 GiB"),
-               2: (20096, "§1.6 GFD label mig-2g.20gb.memory 20096 [CONFIRMED]; -lgip 1g.20gb 19.62 GiB"),
-               4: (40320, "§1.6 GFD label mig-3g.40gb.memory 40320 [CONFIRMED] (4g.40gb: same 4 slices; "
-                          "-lgip gives both 39.50 GiB on another driver)"),
-               8: (_gib(79.25), "§1.6 -lgip 7g.80gb 79.25 GiB (jbarrow.ai) [OBSERVED]"),
-           }), grid=8),
+           "%s (H100-80GB); nvidia.com/gpu.memory 81559 in NVIDIA/cloud-native-docs "
+           "gpu-operator/manifests/output/mig-mixed-node-labels.json; H800 0x2322/0x2324 left out; %s"
+           % (_MIG_GUIDE, _SRC_PCI),
+           _seven_way((10, 20, 40, 80), 81559, _MIG_GUIDE, _SRC_LGIPP_H100, _seven_way_memory("h100-80gb")),
+           grid=8),
     _model("h100-94gb", "NVIDIA H100 NVL",
            ("h100-94gb", "h100 94gb", "h100 nvl", "h100-nvl", "h100-nvl-94gb", "h100 sxm5 94gb", "h100l 94gb"),
            (0x2321, 0x2339), 95830, "Hopper",
-           "§1.7 (MIG User Guide); PCI 0x2321 §1.14 mig-parted, 0x2339 ('NVIDIA H100', SXM5 94GB) from the "
-           "README/pci.ids only; H800 NVL 0x233a left out; %s; memory_mib 95830 %s" % (_SRC_PCI, _SRC_SMI),
-           _seven_way((12, 24, 47, 94), 95830, "§1.7 (MIG User Guide)", _SRC_LGIPP_H100, {
-               1: (_gib(10.62), "§1.7 -lgip 1g.12gb 10.62-10.75 GiB [OBSERVED, varies by driver; lower bound]"),
-               2: (_gib(21.50), "§1.7 -lgip 1g.24gb/2g.24gb 21.50-21.62 GiB [OBSERVED; lower bound]"),
-               4: (_gib(46.12), "§1.7 -lgip 3g.47gb 46.12-46.38 GiB [OBSERVED; lower bound] (4g.47gb: same 4 slices)"),
-               8: (_gib(93.12), "§1.7 -lgip 7g.94gb 93.12 GiB [OBSERVED]"),
-           }), grid=8),
+           "%s (H100-94GB); PCI 0x2321 %s, 0x2339 ('NVIDIA H100', SXM5 94GB) from the README/pci.ids only; "
+           "H800 NVL 0x233a left out; %s; memory_mib 95830 %s" % (_MIG_GUIDE, _SRC_ALL_BALANCED, _SRC_PCI, _SRC_SMI),
+           _seven_way((12, 24, 47, 94), 95830, _MIG_GUIDE, _SRC_LGIPP_H100, _seven_way_memory("h100-94gb")),
+           grid=8),
     _model("h100-96gb", "NVIDIA GH200 480GB",
            ("h100-96gb", "h100 96gb", "gh200-96gb", "gh200 96gb", "gh200-480gb", "gh200 480gb", "gh200 120gb",
             "nvidia gh200 120gb", "gh200-h100-96gb"),
            (0x2342, 0x233D), 97871, "Hopper",
-           "§1.8 (MIG User Guide, H100 96GB on GH200); PCI 0x2342/0x233d §1.14 mig-parted (PG506 0x20b6 and "
-           "H20 0x2329 left out); NVML name of 0x2342 is 'NVIDIA GH200 480GB' or '... 120GB' by board; "
-           "%s; memory_mib 97871 %s" % (_SRC_PCI, _SRC_SMI),
-           _seven_way((12, 24, 48, 96), 97871, "§1.8 (MIG User Guide)", _SRC_LGIPP_INF, {
-               1: (_gib(11.00), "§1.8 -lgip 1g.12gb 11.00 GiB [OBSERVED]"),
-               2: (_gib(23.00), "§1.8 -lgip 1g.24gb/2g.24gb 23.00 GiB [OBSERVED]"),
-               4: (_gib(46.50), "§1.8 -lgip 3g.48gb 46.50 GiB [OBSERVED] (4g.48gb: same 4 slices)"),
-               # 7g.96gb: no figure in the reference -> estimated
-           }), grid=8),
+           "%s (H100 96GB on GH200); PCI 0x2342/0x233d %s (PG506 0x20b6 and H20 0x2329 left out); NVML "
+           "name of 0x2342 is 'NVIDIA GH200 480GB' or '... 120GB' by board; %s; memory_mib 97871 %s"
+           % (_MIG_GUIDE, _SRC_ALL_BALANCED, _SRC_PCI, _SRC_SMI),
+           _seven_way((12, 24, 48, 96), 97871, _MIG_GUIDE, _SRC_LGIPP_INF, _seven_way_memory("h100-96gb")),
+           grid=8),
     _model("gh200-144gb", "NVIDIA GH200 144G HBM3e",
            ("gh200-144gb", "gh200 144gb", "gh200 144g", "gh200 144g hbm3e", "gh200-144g-hbm3e"),
            (0x2348,), 146831, "Hopper",
-           "§1.9 (mig-parted config-default.yaml, commit 8cdf60f9; not in the User Guide tables); "
-           "%s; memory_mib 146831 %s" % (_SRC_PCI, _SRC_SMI),
-           _seven_way((18, 36, 72, 144), 146831, "§1.9 (mig-parted)", _SRC_LGIPP_INF), grid=8),
+           "%s (NVIDIA/mig-parted commit 8cdf60f9; not in the MIG User Guide tables); %s; memory_mib 146831 %s"
+           % (_MIG_PARTED, _SRC_PCI, _SRC_SMI),
+           _seven_way((18, 36, 72, 144), 146831, _MIG_PARTED, _SRC_LGIPP_INF, _seven_way_memory("gh200-144gb")),
+           grid=8),
     _model("h200-141gb", "NVIDIA H200",
            ("h200", "h200-141gb", "h200 141gb", "h200-sxm", "h200 sxm", "h200 sxm 141gb", "h200-sxm5",
             "h200 nvl", "h200-nvl", "nvidia h200", "nvidia h200 nvl"),
            (0x2335, 0x233B), 143771, "Hopper",
-           "§1.10 (MIG User Guide; H200 SXM 0x2335, H200 NVL 0x233b); %s; memory_mib 143771 %s"
-           % (_SRC_PCI, _SRC_SMI),
-           _seven_way((18, 35, 71, 141), 143771, "§1.10 (MIG User Guide)", _SRC_LGIPP_H200, {
-               1: (16384, _SRC_H200_MEASURED), 2: (33280, _SRC_H200_MEASURED),
-               4: (71424, _SRC_H200_MEASURED), 8: (143360, _SRC_H200_MEASURED)}), grid=8),
+           "%s (H200 SXM 0x2335, H200 NVL 0x233b); %s; memory_mib 143771 %s" % (_MIG_GUIDE, _SRC_PCI, _SRC_SMI),
+           _seven_way((18, 35, 71, 141), 143771, _MIG_GUIDE, _SRC_LGIPP_H200, _seven_way_memory("h200-141gb")),
+           grid=8),
     _model("b200", "NVIDIA B200",
            ("b200", "b200-180gb", "b200 180gb", "nvidia b200", "hgx b200", "dgx b200"),
            (0x2901,), 183359, "Blackwell",
-           "§1.11 (MIG User Guide; driver >= R570); HGX B200 168GB 0x2909 left out; %s; memory_mib 183359 %s"
-           % (_SRC_PCI, _SRC_SMI),
-           _seven_way((23, 45, 90, 180), 183359, "§1.11 (MIG User Guide)", _SRC_LGIPP_INF), grid=8),
+           "%s (B200; driver >= R570); HGX B200 168GB 0x2909 left out; %s; memory_mib 183359 %s"
+           % (_MIG_GUIDE, _SRC_PCI, _SRC_SMI),
+           _seven_way((23, 45, 90, 180), 183359, _MIG_GUIDE, _SRC_LGIPP_INF, _seven_way_memory("b200")), grid=8),
     _model("b300", "NVIDIA B300 SXM6 AC",
            ("b300", "b300-288gb", "b300 288gb", "b300 sxm6 ac", "b300-sxm6-ac", "nvidia b300", "hgx b300",
             "dgx b300"),
            (0x3182,), 275040, "Blackwell",
-           "§1.12 (mig-parted config-default.yaml commit 47c56d96, AWS sagemaker-hyperpod-cli PR #403; not in "
-           "the User Guide tables [UNCONFIRMED by NVIDIA docs]); %s; memory_mib 275040 %s" % (_SRC_PCI, _SRC_SMI),
-           _seven_way((34, 67, 135, 269), 275040, "§1.12 (mig-parted)", _SRC_LGIPP_INF), grid=8),
+           "%s (NVIDIA/mig-parted commit 47c56d96; aws/sagemaker-hyperpod-cli PR #403; not in the MIG User "
+           "Guide tables [UNCONFIRMED by NVIDIA docs]); %s; memory_mib 275040 %s" % (_MIG_PARTED, _SRC_PCI, _SRC_SMI),
+           _seven_way((34, 67, 135, 269), 275040, _MIG_PARTED, _SRC_LGIPP_INF), grid=8),
     # Not requested, added so that "same name, other geometry" (1g.35gb on GB300) is in the data.
     _model("gb200", "NVIDIA GB200",
            ("gb200", "gb200-186gb", "gb200 nvl72", "hgx gb200", "nvidia gb200"),
            (0x2941,), 189471, "Blackwell",
-           "§1.12 'for comparison' (mig-parted config-default.yaml; not in the User Guide tables); "
-           "%s; memory_mib 189471 %s" % (_SRC_PCI, _SRC_SMI),
-           _seven_way((23, 47, 93, 186), 189471, "§1.12 (mig-parted)", _SRC_LGIPP_INF), grid=8),
+           "%s (GB200; not in the MIG User Guide tables); %s; memory_mib 189471 %s" % (_MIG_PARTED, _SRC_PCI, _SRC_SMI),
+           _seven_way((23, 47, 93, 186), 189471, _MIG_PARTED, _SRC_LGIPP_INF, _seven_way_memory("gb200")), grid=8),
     _model("gb300", "NVIDIA GB300",
            ("gb300", "gb300-278gb", "gb300 nvl72", "nvidia gb300"),
            (0x31C2,), 284208, "Blackwell",
-           "§1.1/§1.12 (mig-parted config-default.yaml: all-1g.35gb gives 7 on 0x31C2; not in the User Guide "
-           "tables); 0x31c3 (also 'NVIDIA GB300' in the README, not in mig-parted) left out; "
-           "%s; memory_mib 284208 %s" % (_SRC_PCI, _SRC_SMI),
-           _seven_way((35, 70, 139, 278), 284208, "§1.12 (mig-parted)", _SRC_LGIPP_INF), grid=8),
+           "%s (all-1g.35gb gives 7 on 0x31C2, 4 on the H200 0x2335; not in the MIG User Guide tables); "
+           "0x31c3 (also 'NVIDIA GB300' in the README, not in mig-parted) left out; %s; memory_mib 284208 %s"
+           % (_MIG_PARTED, _SRC_PCI, _SRC_SMI),
+           _seven_way((35, 70, 139, 278), 284208, _MIG_PARTED, _SRC_LGIPP_INF), grid=8),
 
-    # ---- A30: 4-unit grid, §1.3 ----
+    # ---- A30: 4-unit grid ----
     _model("a30", "NVIDIA A30", ("a30", "a30-24gb", "a30 24gb", "nvidia a30"), (0x20B7,), _A30_MIB, "Ampere",
-           "§1.3 (MIG User Guide table; -lgipp and -lgip observed in two posts); %s; memory_mib 24576 %s"
-           % (_SRC_PCI, _SRC_SMI),
-           _gridded({1: ((0, 1, 2, 3), _gib(5.81), "§1.3 -lgip 1g.6gb 5.81 GiB [OBSERVED]"),
-                     2: ((0, 2), _gib(11.69), "§1.3 -lgip 2g.12gb 11.69 GiB [OBSERVED]"),
-                     4: ((0,), _gib(23.50), "§1.3 -lgip 4g.24gb 23.50 GiB [OBSERVED]")},
+           "%s (A30-24GB table; -lgipp and -lgip observed in two posts); %s; memory_mib 24576 %s"
+           % (_MIG_GUIDE, _SRC_PCI, _SRC_SMI),
+           _gridded({1: ((0, 1, 2, 3),) + _measured("a30", 1),
+                     2: ((0, 2),) + _measured("a30", 2),
+                     4: ((0,),) + _doubled("a30", 4)},
                     (("1g.6gb", 1, 4), ("1g.6gb+me", 1, 1), ("2g.12gb", 2, 2), ("2g.12gb+me", 2, 1),
                      ("4g.24gb", 4, 1)),
-                    "§1.3 (MIG User Guide; 1g.6gb+me R470+, 2g.12gb+me R525+)",
-                    "placements §1.3 -lgipp [OBSERVED, two posts]"), grid=4),
+                    "%s (1g.6gb+me R470+, 2g.12gb+me R525+)" % _MIG_GUIDE,
+                    "placements: -lgipp {0,1,2,3}:1, {0,2}:2, {0}:4 on an A30 (%s) [OBSERVED]" % _R_A30), grid=4),
 
-    # ---- RTX PRO 6000 Blackwell: 12-unit grid, §1.13 ----
+    # ---- RTX PRO 6000 Blackwell: 12-unit grid ----
     _model("rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell Server Edition",
            ("rtx-pro-6000", "rtx pro 6000", "rtx pro 6000 blackwell", "rtx pro 6000 server",
             "rtx pro 6000 blackwell server edition", "rtx pro 6000 blackwell workstation edition",
@@ -337,32 +394,32 @@ _MODELS = (
             "nvidia rtx pro 6000 blackwell workstation edition",
             "nvidia rtx pro 6000 blackwell max-q workstation edition"),
            (0x2BB5, 0x2BB1, 0x2BB4), _RTX6000_MIB, "Blackwell",
-           "§1.13 (MIG User Guide; Server 0x2bb5 in mig-parted; Workstation 0x2bb1 and Max-Q 0x2bb4, "
-           "UNCONFIRMED in the reference, are in the README/pci.ids and need compute display mode first); "
-           "%s; memory_mib 97887 §1.13 [OBSERVED]" % _SRC_PCI,
-           _gridded({3: ((0, 3, 6, 9), _gib(23.62), "§1.13 -lgip 1g.24gb 23.62 GiB, 24192 MiB seen by torch "
-                                                    "[OBSERVED]; variants: same slices"),
-                     6: ((0, 6), _gib(47.38), "§1.13 -lgip 2g.48gb 47.38 GiB [OBSERVED]; variants: same slices"),
-                     12: ((0,), _gib(95.00), "§1.13 -lgip 4g.96gb 95.00-95.12 GiB [OBSERVED; lower bound]")},
+           "%s (RTX PRO 6000 Blackwell, 'Number of Instances'); Server 0x2bb5 in %s; Workstation 0x2bb1 and "
+           "Max-Q 0x2bb4 are in the README/pci.ids and need compute display mode first; %s; memory_mib "
+           "97887 [OBSERVED]" % (_MIG_GUIDE, _SRC_ALL_BALANCED, _SRC_PCI),
+           _gridded({3: ((0, 3, 6, 9),) + _measured("rtx-pro-6000", 3),
+                     6: ((0, 6),) + _measured("rtx-pro-6000", 6),
+                     12: ((0,),) + _doubled("rtx-pro-6000", 12)},
                     (("1g.24gb", 3, 4), ("1g.24gb+me", 3, 1), ("1g.24gb+gfx", 3, 4), ("1g.24gb+me.all", 3, 1),
                      ("1g.24gb-me", 3, 4), ("2g.48gb", 6, 2), ("2g.48gb+gfx", 6, 2), ("2g.48gb+me.all", 6, 1),
                      ("2g.48gb-me", 6, 2), ("4g.96gb", 12, 1), ("4g.96gb+gfx", 12, 1)),
-                    "§1.13 (MIG User Guide 'Number of Instances'; driver >= R575)",
-                    "placements §1.13 -lgipp 12-unit grid [OBSERVED, one third-party post]"), grid=12),
+                    "%s (driver >= R575)" % _MIG_GUIDE,
+                    "placements: -lgipp {0,3,6,9}:3, {0,6}:6, {0}:12 on an RTX PRO 6000 Blackwell Server "
+                    "Edition [OBSERVED, one third-party post]"), grid=12),
 
     # ---- no MIG ----
     _model("l4", "NVIDIA L4", ("l4", "nvidia l4", "l4-24gb", "l4 24gb"), (0x27B8,), 23034, "Ada Lovelace",
-           "no MIG (not in the MIG User Guide tables, §1); %s; memory_mib 23034 %s" % (_SRC_PCI, _SRC_SMI)),
+           "no MIG (not in the MIG User Guide tables); %s; memory_mib 23034 %s" % (_SRC_PCI, _SRC_SMI)),
     _model("l40s", "NVIDIA L40S", ("l40s", "nvidia l40s", "l40s-48gb", "l40s 48gb"), (0x26B9,), 46068,
            "Ada Lovelace",
-           "no MIG (not in the MIG User Guide tables, §1); %s; memory_mib 46068 %s" % (_SRC_PCI, _SRC_SMI)),
+           "no MIG (not in the MIG User Guide tables); %s; memory_mib 46068 %s" % (_SRC_PCI, _SRC_SMI)),
     _model("l40", "NVIDIA L40", ("l40", "nvidia l40", "l40-48gb", "l40 48gb"), (0x26B5,), 46068, "Ada Lovelace",
-           "no MIG (not in the MIG User Guide tables, §1); %s; memory_mib 46068 %s" % (_SRC_PCI, _SRC_SMI)),
+           "no MIG (not in the MIG User Guide tables); %s; memory_mib 46068 %s" % (_SRC_PCI, _SRC_SMI)),
     _model("a10", "NVIDIA A10", ("a10", "nvidia a10", "a10-24gb", "a10 24gb"), (0x2236,), 23028, "Ampere",
-           "no MIG (not in the MIG User Guide tables, §1); %s; memory_mib 23028 %s" % (_SRC_PCI, _SRC_SMI)),
+           "no MIG (not in the MIG User Guide tables); %s; memory_mib 23028 %s" % (_SRC_PCI, _SRC_SMI)),
     _model("t4", "Tesla T4", ("t4", "tesla t4", "nvidia t4", "nvidia tesla t4", "t4-16gb"), (0x1EB8,), 15360,
            "Turing",
-           "no MIG (not in the MIG User Guide tables, §1); %s; memory_mib 15360 %s" % (_SRC_PCI, _SRC_SMI)),
+           "no MIG (not in the MIG User Guide tables); %s; memory_mib 15360 %s" % (_SRC_PCI, _SRC_SMI)),
 )
 
 CATALOG: dict[str, GpuModel] = {m.key: m for m in _MODELS}

@@ -248,7 +248,9 @@ def test_mig_devices_pass_validation(twin_session, dra_plan):
     assert sorted(devices) == ["gpu-0-mig-1g18gb-me-20-6", "gpu-0-mig-2g35gb-14-4", "gpu-0-mig-3g71gb-9-0"], sorted(devices)
     big = devices["gpu-0-mig-3g71gb-9-0"]
     assert big["attributes"]["type"] == {"string": "mig"} and big["attributes"]["profile"] == {"string": "3g.71gb"}
-    assert big["capacity"]["memory"] == {"value": "71424Mi"}
+    # the catalogue's usable MiB (the lowest published H200 reading: 69.50 GiB, NVIDIA/mig-parted#120)
+    assert big["capacity"]["memory"] == {"value": "71168Mi"}
+    assert gpu_catalog.CATALOG["h200-141gb"].profile("3g.71gb").memory_mib == 71168
     assert sorted(k for k in big["capacity"] if k.startswith("memorySlice")) == [f"memorySlice{i}" for i in range(4)]
     parents = {d["attributes"]["parentUUID"]["string"] for d in devices.values()}
     assert len(parents) == 1 and all(d["attributes"]["uuid"]["string"].startswith("MIG-") for d in devices.values())

@@ -77,7 +77,8 @@ def test_grids():
 
 # --- geometry --------------------------------------------------------------------------
 
-SEVEN_WAY_GEOMETRY = [  # §1.2: (compute, size, starts, max) in the order 1g, 1g+me, 1g double, 2g, 3g, 4g, 7g
+SEVEN_WAY_GEOMETRY = [  # MIG User Guide -lgipp for A100 (the same on the real H200): (compute, size, starts,
+    # max) in the order 1g, 1g+me, 1g double, 2g, 3g, 4g, 7g
     (1, 1, (0, 1, 2, 3, 4, 5, 6), 7), (1, 1, (0, 1, 2, 3, 4, 5, 6), 1), (1, 2, (0, 2, 4, 6), 4),
     (2, 2, (0, 2, 4), 3), (3, 4, (0, 4), 2), (4, 4, (0,), 1), (7, 8, (0,), 1)]
 
@@ -126,7 +127,7 @@ def test_profile_fits_grid(key, name):
     m, p = CATALOG[key], _p(key, name)
     assert p.size >= 1 and p.starts and list(p.starts) == sorted(set(p.starts))
     assert all(0 <= s and s + p.size <= m.mig_grid for s in p.starts)
-    assert all(s % p.size == 0 for s in p.starts)          # true of every table in §1
+    assert all(s % p.size == 0 for s in p.starts)          # true of every published -lgipp listing
     full = max(q.compute_slices for q in m.mig_profiles)   # 7 on the 7-way family, 4 on A30/RTX PRO
     assert 1 <= p.max_count and p.compute_slices * p.max_count <= full
     # max_count instances of this profile alone can be placed without overlap
@@ -169,7 +170,7 @@ def _feasible(model, counts):
 
 
 @pytest.mark.parametrize("key,balanced", [
-    # mig-parted all-balanced, §1.14
+    # NVIDIA/mig-parted deployments/systemd/config-default.yaml, all-balanced
     ("a100-40gb", {"1g.5gb": 2, "2g.10gb": 1, "3g.20gb": 1}), ("a100-80gb", {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}),
     ("h100-80gb", {"1g.10gb": 2, "2g.20gb": 1, "3g.40gb": 1}), ("h100-94gb", {"1g.12gb": 2, "2g.24gb": 1, "3g.47gb": 1}),
     ("h100-96gb", {"1g.12gb": 2, "2g.24gb": 1, "3g.48gb": 1}), ("gh200-144gb", {"1g.18gb": 2, "2g.36gb": 1, "3g.72gb": 1}),
@@ -213,19 +214,104 @@ def test_memory_below_card_and_increasing_with_size(key):
         assert 0.75 < p.memory_mib * 2 ** 20 / 1e9 / named_gb < 1.25, p.name
 
 
-def test_memory_figures_from_the_reference():
-    expected = {
-        ("a100-40gb", "1g.5gb"): 4864, ("a100-40gb", "2g.10gb"): 9984, ("a100-40gb", "3g.20gb"): 20096,
-        ("a100-40gb", "7g.40gb"): 40448,
-        ("h100-80gb", "1g.10gb"): 9984, ("h100-80gb", "2g.20gb"): 20096, ("h100-80gb", "3g.40gb"): 40320,
-        ("h100-80gb", "7g.80gb"): 81152, ("h100-80gb", "1g.20gb"): 20096,
-        ("h100-94gb", "1g.12gb"): 10880, ("h100-94gb", "7g.94gb"): 95360,
-        ("h100-96gb", "1g.12gb"): 11264, ("h100-96gb", "3g.48gb"): 47616,
-        ("a30", "1g.6gb"): 5952, ("a30", "2g.12gb"): 11968, ("a30", "4g.24gb"): 24064,
-        ("rtx-pro-6000", "1g.24gb"): 24192, ("rtx-pro-6000", "2g.48gb"): 48512, ("rtx-pro-6000", "4g.96gb"): 97280,
-    }
-    assert {k: _p(*k).memory_mib for k in expected} == expected
-    assert CATALOG["h100-80gb"].memory_mib == 81559 and CATALOG["rtx-pro-6000"].memory_mib == 97887
+# Published readings of real cards: (model, profile, usable MiB, citation). -lgip prints GiB
+# with two decimals of a multiple of 1/16 GiB (gpu_catalog._gib); GFD labels and NVML print MiB.
+_GONVML = "NVIDIA/go-nvml commit b72647c, real NVML values of a DGX A100 40GB (pkg/nvml/mock/dgxa100)"
+_FORUM = "forums.developer.nvidia.com/t/170488, -lgip on an A100 40GB"
+_DRA = ("kubernetes-sigs/dra-driver-nvidia-gpu site/content/docs/reference/resourceslice-attributes.md, "
+        "1g.5gb capacity 4864Mi on an A100-PCIE-40GB")
+_AZURE = ("GFD labels and -lgip on an A100 80GB PCIe, driver 515.86.01, Azure NC24ads_A100_v4 (a public "
+          "walkthrough of NVIDIA's 'MIG Support in Kubernetes')")
+_GCP = ("cloud.google.com/compute/docs/gpus/create-gpu-vm-accelerator-optimized, -lgip on an H100 80GB, "
+        "driver 525.125.06")
+_GFD_DOCS = "NVIDIA/cloud-native-docs gpu-operator/manifests/output/mig-mixed-node-labels.json, driver 550.54.15"
+_JBARROW = "jbarrow.ai/field_notes/nvidia-mig, -lgip on an H100 80GB"
+_ONE = "OpenNebula/website content/product/cluster_configuration/hosts_and_clusters/vgpu.md, -lgip on an H100 NVL"
+_GPUOP903 = "NVIDIA/gpu-operator#903, -lgip on an H100 NVL"
+_PARTED101 = "NVIDIA/mig-parted#101 review comment, -lgip on an H100 NVL"
+_GH200 = ("kf-cuanschutz/NVIDIA_Grace_Hopper_benchmarking_logs_ Daily_installs_loggings/"
+          "Lessons_learned_from_the_slurm_MIG_installation.md, -lgip on a GH200 (H100 96GB)")
+_PARTED139 = "NVIDIA/mig-parted#139, -lgip on a GH200 144G HBM3e"
+_H200_HERE = "tests/fixtures/nvidia/h200/mig-lgip.txt, an H200 SXM, driver 580.159.04 (docs/gpu-facts.md)"
+_PARTED120 = "NVIDIA/mig-parted#120, -lgip on an H200"
+_PARTED166 = "NVIDIA/mig-parted#166, -lgip on a B200"
+_PARTED187 = "NVIDIA/mig-parted#187, -lgip on a B200"
+_PARTED227 = "NVIDIA/mig-parted#227, -lgip on a GB200"
+_A30 = "Summer-Lo/Docker_configuration 000-MIG/README.md, -lgip on an A30"
+_CUBECOS = "bigstack-oss/cubecos#312, -lgip on an RTX PRO 6000 Blackwell Server Edition"
+_GKE564 = "GoogleCloudPlatform/container-engine-accelerators#564, -lgip on an RTX PRO 6000 Blackwell"
+_g = gpu_catalog._gib
+
+READINGS = [
+    ("a100-40gb", "1g.5gb", 4864, _GONVML), ("a100-40gb", "1g.10gb", 9856, _GONVML),
+    ("a100-40gb", "2g.10gb", 9856, _GONVML), ("a100-40gb", "3g.20gb", 19968, _GONVML),
+    ("a100-40gb", "4g.20gb", 19968, _GONVML), ("a100-40gb", "7g.40gb", 40192, _GONVML),
+    ("a100-40gb", "1g.5gb", _g(4.75), _FORUM), ("a100-40gb", "2g.10gb", _g(9.75), _FORUM),
+    ("a100-40gb", "3g.20gb", _g(19.62), _FORUM), ("a100-40gb", "4g.20gb", _g(19.62), _FORUM),
+    ("a100-40gb", "7g.40gb", _g(39.50), _FORUM), ("a100-40gb", "1g.5gb", 4864, _DRA),
+    ("a100-80gb", "1g.10gb", 9728, _AZURE), ("a100-80gb", "2g.20gb", 19968, _AZURE),
+    ("a100-80gb", "3g.40gb", 40192, _AZURE), ("a100-80gb", "4g.40gb", _g(39.25), _AZURE),
+    ("a100-80gb", "7g.80gb", _g(79.00), _AZURE),
+    ("h100-80gb", "1g.10gb", _g(9.62), _GCP), ("h100-80gb", "1g.20gb", _g(19.50), _GCP),
+    ("h100-80gb", "2g.20gb", _g(19.50), _GCP), ("h100-80gb", "3g.40gb", _g(39.25), _GCP),
+    ("h100-80gb", "1g.10gb", 9984, _GFD_DOCS), ("h100-80gb", "2g.20gb", 20096, _GFD_DOCS),
+    ("h100-80gb", "3g.40gb", 40320, _GFD_DOCS),
+    ("h100-80gb", "1g.10gb", _g(9.75), _JBARROW), ("h100-80gb", "1g.20gb", _g(19.62), _JBARROW),
+    ("h100-80gb", "2g.20gb", _g(19.62), _JBARROW), ("h100-80gb", "3g.40gb", _g(39.50), _JBARROW),
+    ("h100-80gb", "4g.40gb", _g(39.50), _JBARROW), ("h100-80gb", "7g.80gb", _g(79.25), _JBARROW),
+    ("h100-94gb", "1g.12gb", _g(10.62), _ONE), ("h100-94gb", "1g.24gb", _g(21.50), _ONE),
+    ("h100-94gb", "2g.24gb", _g(21.50), _ONE), ("h100-94gb", "3g.47gb", _g(46.12), _ONE),
+    ("h100-94gb", "4g.47gb", _g(46.12), _ONE), ("h100-94gb", "7g.94gb", _g(92.62), _ONE),
+    ("h100-94gb", "1g.12gb", _g(10.75), _GPUOP903), ("h100-94gb", "1g.24gb", _g(21.62), _GPUOP903),
+    ("h100-94gb", "3g.47gb", _g(46.38), _PARTED101),
+    ("h100-96gb", "1g.12gb", _g(11.00), _GH200), ("h100-96gb", "1g.24gb", _g(23.00), _GH200),
+    ("h100-96gb", "2g.24gb", _g(23.00), _GH200), ("h100-96gb", "3g.48gb", _g(46.50), _GH200),
+    ("h100-96gb", "4g.48gb", _g(46.50), _GH200), ("h100-96gb", "7g.96gb", _g(93.00), _GH200),
+    ("gh200-144gb", "1g.18gb", _g(17.50), _PARTED139), ("gh200-144gb", "1g.36gb", _g(35.25), _PARTED139),
+    ("gh200-144gb", "2g.36gb", _g(35.25), _PARTED139),
+    ("h200-141gb", "1g.18gb", 16384, _H200_HERE), ("h200-141gb", "1g.35gb", 33280, _H200_HERE),
+    ("h200-141gb", "2g.35gb", 33280, _H200_HERE), ("h200-141gb", "3g.71gb", 71424, _H200_HERE),
+    ("h200-141gb", "4g.71gb", 71424, _H200_HERE), ("h200-141gb", "7g.141gb", 143360, _H200_HERE),
+    ("h200-141gb", "1g.18gb", _g(16.00), _PARTED120), ("h200-141gb", "1g.35gb", _g(32.25), _PARTED120),
+    ("h200-141gb", "2g.35gb", _g(32.25), _PARTED120), ("h200-141gb", "3g.71gb", _g(69.50), _PARTED120),
+    ("h200-141gb", "4g.71gb", _g(69.50), _PARTED120), ("h200-141gb", "7g.141gb", _g(139.75), _PARTED120),
+    ("b200", "1g.23gb", _g(22.00), _PARTED166), ("b200", "1g.45gb", _g(44.25), _PARTED166),
+    ("b200", "2g.45gb", _g(44.25), _PARTED166),
+    ("b200", "1g.23gb", _g(20.50), _PARTED187), ("b200", "1g.45gb", _g(44.25), _PARTED187),
+    ("b200", "2g.45gb", _g(44.25), _PARTED187),
+    ("gb200", "1g.23gb", _g(22.00), _PARTED227), ("gb200", "1g.47gb", _g(45.50), _PARTED227),
+    ("gb200", "2g.47gb", _g(45.50), _PARTED227),
+    ("a30", "1g.6gb", _g(5.81), _A30), ("a30", "2g.12gb", _g(11.69), _A30), ("a30", "4g.24gb", _g(23.50), _A30),
+    ("rtx-pro-6000", "1g.24gb", _g(23.12), _CUBECOS), ("rtx-pro-6000", "2g.48gb", _g(46.50), _CUBECOS),
+    ("rtx-pro-6000", "1g.24gb", _g(23.62), _GKE564),
+]
+
+
+@pytest.mark.parametrize("key,name,mib,source", READINGS)
+def test_no_catalogue_figure_exceeds_a_published_reading(key, name, mib, source):
+    assert _p(key, name).memory_mib <= mib, source
+
+
+def _lowest(key, size):
+    got = [mib for k, n, mib, _src in READINGS if k == key and _p(k, n).size == size]
+    return min(got) if got else None
+
+
+@pytest.mark.parametrize("key", MIG_MODELS)
+def test_measured_figures_are_the_lowest_reading_and_estimates_stay_below(key):
+    for p in CATALOG[key].mig_profiles:
+        lowest = _lowest(key, p.size)
+        if p.source.startswith("estimated"):
+            assert lowest is None or p.memory_mib <= lowest, p.name
+        else:
+            assert p.memory_mib == lowest, (p.name, p.memory_mib, lowest)
+
+
+def test_the_a100_80gb_example_of_the_issue():
+    # a 39.4 GiB service does not fit a 3g.40gb (39.25 GiB on real cards; the old estimate said 39.50),
+    # and a 7g.80gb is 79.00 GiB, not the 79.56 GiB the old estimate promised
+    assert _p("a100-80gb", "3g.40gb").memory_mib == 40192 < 39.4 * 1024
+    assert _p("a100-80gb", "7g.80gb").memory_mib == 80896
 
 
 def test_gib_conversion():
@@ -233,24 +319,56 @@ def test_gib_conversion():
     assert gpu_catalog._gib(5.81) == 5952 and gpu_catalog._gib(23.62) == 24192
 
 
-def test_estimates_are_marked_and_follow_the_rule():
+def test_estimates_are_marked_and_follow_the_rules():
     assert "estimated" in gpu_catalog.ESTIMATED
     estimated = set(gpu_catalog.ESTIMATED_PROFILES)
-    for key in ("b200", "b300", "gh200-144gb", "a100-80gb", "gb200", "gb300"):
+    for p in (q for k in MIG_MODELS for q in CATALOG[k].mig_profiles):
+        assert p.source.startswith("estimated:") == ("estimated" in p.source)
+    for key in ("b300", "gb300"):
         for p in CATALOG[key].mig_profiles:
             assert (key, p.name) in estimated and p.source.startswith("estimated:"), (key, p.name)
-    assert {n for k, n in estimated if k == "h100-96gb"} == {"7g.96gb"}
-    for key in ("a100-40gb", "h100-80gb", "h100-94gb", "h200-141gb", "a30", "rtx-pro-6000"):
+    for key in ("gh200-144gb", "b200", "gb200"):
+        assert {n for k, n in estimated if k == key} == {p.name for p in CATALOG[key].mig_profiles if p.size >= 4}
+    assert {(k, n) for k, n in estimated if k in ("a30", "rtx-pro-6000")} == {
+        ("a30", "4g.24gb"), ("rtx-pro-6000", "4g.96gb"), ("rtx-pro-6000", "4g.96gb+gfx")}
+    for key in ("a100-40gb", "a100-80gb", "h100-80gb", "h100-94gb", "h100-96gb", "h200-141gb"):
         assert not any(k == key for k, _name in estimated)
         assert not any("estimated" in p.source for p in CATALOG[key].mig_profiles)
-    # the rule never promises more than either measured card has (the smaller fraction wins)
-    for key in ("h100-80gb", "h200-141gb"):
+
+
+def test_the_seven_way_rule_is_below_every_measured_card():
+    # applied to a measured card, the rule gives no more than the lowest reading of that card
+    for key in MIG_MODELS:
         card = CATALOG[key]
-        for p in card.mig_profiles:
-            assert gpu_catalog._estimate(card.memory_mib, p.size) <= p.memory_mib
-    # the H200 figures are the ones the hardware reported (tests/fixtures/nvidia/h200)
+        if card.mig_grid != 8:
+            continue
+        for size in (1, 2, 4, 8):
+            lowest = _lowest(key, size)
+            if lowest is not None:
+                assert gpu_catalog._estimate(card.memory_mib, size) <= lowest, (key, size)
+
+
+def test_the_doubling_rule_holds_on_every_published_listing():
+    # usable(2n) >= 2 x usable(n) on every listing with both sizes, so 2 x usable(n) is a safe estimate
+    by_listing = {}
+    for key, name, mib, source in READINGS:
+        by_listing.setdefault((key, source), {})[_p(key, name).size] = mib
+    checked = 0
+    for (key, source), sizes in by_listing.items():
+        for size, mib in sizes.items():
+            if 2 * size in sizes:
+                assert sizes[2 * size] >= 2 * mib, (key, source, size)
+                checked += 1
+    assert checked >= 20
+    assert _p("a30", "4g.24gb").memory_mib == 2 * _p("a30", "2g.12gb").memory_mib
+    assert _p("rtx-pro-6000", "4g.96gb").memory_mib == 2 * _p("rtx-pro-6000", "2g.48gb").memory_mib
+
+
+def test_h200_figures_are_the_lower_of_the_two_h200_listings():
+    # the H200 SXM read here (driver 580.159.04) reports 256 MiB more on 2-, 4- and 8-slice
+    # profiles than the H200 listing in NVIDIA/mig-parted#120; the catalogue takes the lower
     assert [_p("h200-141gb", n).memory_mib for n in ("1g.18gb", "1g.35gb", "3g.71gb", "7g.141gb")] == [
-        16384, 33280, 71424, 143360]
+        16384, 33024, 71168, 143104]
 
 
 # --- names and lookups -----------------------------------------------------------------
@@ -305,7 +423,7 @@ def test_every_pci_id_round_trips(key):
 
 
 def test_mig_config_device_filter_matches_mig_parted():
-    # §1.14 all-balanced device filters for these models
+    # NVIDIA/mig-parted deployments/systemd/config-default.yaml all-balanced device filters
     assert mig_config_device_filter(CATALOG["h200-141gb"]) == ["0x233510DE", "0x233B10DE"]
     assert set(mig_config_device_filter(CATALOG["a100-40gb"])) == {"0x20B010DE", "0x20B110DE", "0x20F110DE"}
     assert mig_config_device_filter(CATALOG["a30"]) == ["0x20B710DE"]
