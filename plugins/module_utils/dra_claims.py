@@ -3,9 +3,11 @@
 """ResourceClaimTemplates for workloads that ask for a GPU by its attributes.
 
 The NVIDIA DRA driver publishes each full GPU as a device of DeviceClass
-``gpu.nvidia.com`` with capacity ``memory`` = NVML total bytes (nvidia_specifics.md §5.4).
-``compareTo(...) >= 0`` rather than ``isGreaterThan`` so that a card reporting exactly the
-requested amount qualifies (§5.5).
+``gpu.nvidia.com`` with capacity ``memory`` = NVML total bytes (kubernetes-sigs/
+dra-driver-nvidia-gpu, site/content/docs/reference/resourceslice-attributes.md).
+``compareTo(...) >= 0``, as in the Kubernetes DRA documentation, rather than the
+``isGreaterThan`` of NVIDIA's examples (strictly greater), so that a card reporting exactly
+the requested amount qualifies.
 """
 
 from __future__ import annotations

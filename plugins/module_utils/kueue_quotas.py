@@ -1,6 +1,7 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Kueue v1beta2 objects from what each team owns (kueue_schedulers.md §0, §1).
+"""Kueue v1beta2 objects from what each team owns (Kueue v0.19.2: apis/kueue/v1beta2,
+config/components/crd/bases, site/content/en/docs/concepts).
 
 * One ResourceFlavor per GPU pool (model x how it is shared), matching the node label
   ``gpushare.cluster/gpu-model`` that the roles set.
@@ -37,7 +38,7 @@ WHOLE_GPU_RESOURCES = (sharing_planner.WHOLE, DRA_RESOURCE)
 DRA_DEVICE_CLASS = "gpu.nvidia.com"
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 # Integrations on by default in v0.19 plus PyTorchJob, which v0.19 turned off by default
-# (kueue commit 6cdcd3828d, kueue_schedulers.md §1.1).
+# (kubernetes-sigs/kueue commit 6cdcd3828d, config/components/manager/controller_manager_config.yaml).
 FRAMEWORKS = ["batch/job", "kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "ray.io/rayjob", "ray.io/raycluster",
               "jobset.x-k8s.io/jobset", "trainer.kubeflow.org/trainjob", "pod", "deployment", "statefulset",
               "leaderworkerset.x-k8s.io/leaderworkerset"]

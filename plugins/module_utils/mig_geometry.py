@@ -5,8 +5,10 @@
 A multiset of profiles is valid on a GPU if and only if every instance can be given a
 start from its profile's start list with no two [start, start+size) intervals
 overlapping, each profile's max count holds, and at most one media-extension profile is
-present (nvidia_specifics.md §1.1). Counting slices is not enough: on the 8-unit grid
-two 3g profiles fit (starts 0 and 4) but a 3g at 4 blocks 1g starts 4, 5 and 6.
+present (NVML nvmlDeviceGetGpuInstancePossiblePlacements_v2: "Creation of new GPU instance
+will fail if there is overlap with the already occupied memory slices"; MIG User Guide: "A
+single 1g profile can include media extensions"). Counting slices is not enough: on the
+8-unit grid two 3g profiles fit (starts 0 and 4) but a 3g at 4 blocks 1g starts 4, 5 and 6.
 
 mig-parted chooses placements itself (it retries creation orders), so the planner only
 needs to prove that one placement exists; ``place`` returns that proof.

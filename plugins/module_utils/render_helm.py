@@ -4,8 +4,10 @@
 
 Pure functions of the Plan (and, for the GPU Operator, of the container runtime paths the
 Kubernetes roles recorded). The roles pass the result to ``kubernetes.core.helm``; nothing
-here talks to a cluster. Facts and their sources: ``../shared/reference/nvidia_specifics.md``
-(section numbers in the comments) and the Kueue v0.19.2 chart (``charts/kueue``).
+here talks to a cluster. Facts and their sources: the NVIDIA GPU Operator docs
+(NVIDIA/cloud-native-docs ``gpu-operator/*.rst``) and chart ``values.yaml``, the DRA Driver for
+NVIDIA GPUs chart and docs (kubernetes-sigs/dra-driver-nvidia-gpu), each cited where used, and
+the Kueue v0.19.2 chart (``charts/kueue``).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ DEVICE_PLUGIN_DEFAULT_KEY = "default"
 DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
 MANAGED_LABEL = {"app.kubernetes.io/managed-by": "gpushare.cluster"}
 
-# nvidia_specifics §4.3 (cloud-native-docs getting-started.rst, "MicroK8s"); the microk8s
+# NVIDIA/cloud-native-docs gpu-operator/getting-started.rst, "MicroK8s"; the microk8s
 # role records the same paths as facts (microk8s_runtime_paths).
 MICROK8S_RUNTIME_PATHS = {
     "containerd_config": "/var/snap/microk8s/current/args/containerd-template.toml",
@@ -36,7 +38,8 @@ MICROK8S_RUNTIME_PATHS = {
     "kubelet_root_dir": "/var/snap/microk8s/common/var/lib/kubelet",
 }
 DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
-# §5.2: the DRA kubelet plugin's driver root with a host driver / an operator-managed driver.
+# The DRA kubelet plugin's driver root with a host driver / an operator-managed driver
+# (nvidiaDriverRoot in the dra-driver-nvidia-gpu chart values.yaml, v0.4.1).
 HOST_DRIVER_ROOT = "/"
 OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 
@@ -105,7 +108,8 @@ def _node_has_mig(node: dict) -> bool:
 
 
 def mig_strategy(plan: dict) -> str:
-    """ClusterPolicy mig.strategy, consistent with the device-plugin configs (§2.3).
+    """ClusterPolicy mig.strategy, consistent with the device-plugin configs (GPU Operator
+    gpu-operator-mig.rst; NVIDIA/k8s-device-plugin README, "MIG strategies").
 
     The operator sets MIG_STRATEGY on the device plugin and an env beats the config file, so
     the config of every node with MIG must say the same. Several profiles on one card need
@@ -131,7 +135,8 @@ def dra_nodes(plan: dict) -> list[dict]:
 
 
 def operator_manages_driver(plan: dict) -> bool:
-    """driver.enabled: false only when every GPU node has a host driver (§4.2)."""
+    """driver.enabled: false only when every GPU node has a host driver (GPU Operator chart
+    values.yaml, driver.enabled)."""
     return not all(node["host_driver"] for node in plan["nodes"])
 
 
@@ -144,9 +149,24 @@ def runtime_paths(plan: dict, distribution_facts: dict | None = None) -> dict:
     return facts
 
 
+def dcgm_resource_names(plan: dict) -> list[str]:
+    """Every device-plugin resource the Plan (or one of its windows) advertises. dcgm-exporter
+    adds pod labels only for nvidia.com/gpu, nvidia.com/mig-* and the names in
+    NVIDIA_RESOURCE_NAMES (internal/pkg/transformation/kubernetes.go, 4.5-4.8), so a
+    time-sliced nvidia.com/gpu.shared GPU has no namespace unless it is listed; all are listed,
+    so attribution does not depend on how the exporter merges the list with its defaults."""
+    names = set()
+    for nodes in [plan["nodes"]] + [w["nodes"] for w in plan.get("windows", [])]:
+        for node in nodes:
+            names.update(node.get("advertised") or {})
+    return sorted(names)
+
+
 def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, chart_version: str = "v26.3.3",
                         service_monitor: bool = True, nfd: bool = True) -> dict:
-    """Values for the nvidia/gpu-operator chart (§2.2, §2.3, §3.1, §4.2, §4.3, §5.6, §6)."""
+    """Values for the nvidia/gpu-operator chart: its values.yaml (v26.3.3 / v26.7.0) and the
+    NVIDIA/cloud-native-docs pages gpu-operator-mig.rst, gpu-sharing.rst, getting-started.rst
+    and dra-intro-install.rst."""
     values = {
         "driver": {"enabled": operator_manages_driver(plan)},
         "toolkit": {"enabled": True},
@@ -163,6 +183,9 @@ def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, char
             # renaming them exported_* (gpu-operator #2938).
             "enabled": service_monitor, "honorLabels": True, "interval": "15s", "additionalLabels": {}}},
     }
+    resource_names = dcgm_resource_names(plan)
+    if resource_names:
+        values["dcgmExporter"]["env"] = [{"name": "NVIDIA_RESOURCE_NAMES", "value": ",".join(resource_names)}]
     paths = runtime_paths(plan, distribution_facts)
     env = []
     for name, key in (("CONTAINERD_CONFIG", "containerd_config"), ("CONTAINERD_SOCKET", "containerd_socket"),
@@ -174,16 +197,19 @@ def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, char
     kubelet_root = paths.get("kubelet_root_dir")
     if kubelet_root and kubelet_root != DEFAULT_KUBELET_ROOT and _version_tuple(chart_version) >= (26, 7):
         # hostPaths.kubeletRootDir exists from 26.7.0; before that MicroK8s' /var/lib/kubelet
-        # symlink (made by the snap when the path is free) serves the same purpose (§7.1).
+        # symlink (made by the snap's install hook when the path is free, canonical/microk8s)
+        # serves the same purpose.
         values["hostPaths"] = {"kubeletRootDir": kubelet_root}
     if dra_nodes(plan) and values["driver"]["enabled"]:
-        # §5.6: the driver manager also evicts the DRA kubelet plugin before a driver upgrade.
+        # The driver manager also evicts the DRA kubelet plugin before a driver upgrade
+        # (NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst).
         values["driver"]["manager"] = {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": DRA_NODE_LABEL}]}
     return values
 
 
 def dra_driver_values(plan: dict, distribution_facts: dict | None = None, compute_domains: bool = False) -> dict:
-    """Values for the DRA driver chart dra-driver-nvidia-gpu 0.4.x (§5.2, §5.6)."""
+    """Values for the DRA driver chart dra-driver-nvidia-gpu 0.4.x (its values.yaml, v0.4.1, and
+    NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst)."""
     nodes = dra_nodes(plan)
     if not nodes:
         raise ValueError("the Plan has no DRA nodes; the DRA driver is not installed")
@@ -237,7 +263,8 @@ def kueue_values(plan: dict, image: dict | None = None, enable_prometheus: bool 
 
 
 def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-grafana-admin",
-                           dcgm_dashboard: dict | None = None, ksm_node_labels: list | None = None) -> dict:
+                           dcgm_dashboard: dict | None = None, ksm_node_labels: list | None = None,
+                           retention: str = "30d", retention_size: str = "", storage_size: str = "") -> dict:
     """Values for kube-prometheus-stack: every ServiceMonitor/PrometheusRule selected (the DCGM
     exporter's and Kueue's come from other releases), node labels for the MIG alert, Grafana
     with an existing admin Secret and the DCGM dashboard (grafana.com 12239 by gnetId, or a
@@ -249,14 +276,23 @@ def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-gra
         dashboard.pop("revision", None)
     labels = ksm_node_labels or KSM_NODE_LABELS
     team_label = "gpushare.cluster/team"
+    # Weeks of history for the usage advisor (the chart keeps 10d); without a volume the
+    # history lives in an emptyDir and is lost when the pod moves.
+    spec = {
+        "serviceMonitorSelectorNilUsesHelmValues": False,
+        "podMonitorSelectorNilUsesHelmValues": False,
+        "ruleSelectorNilUsesHelmValues": False,
+        "serviceMonitorNamespaceSelector": {},
+        "ruleNamespaceSelector": {},
+        "retention": retention,
+    }
+    if retention_size:
+        spec["retentionSize"] = retention_size
+    if storage_size:
+        spec["storageSpec"] = {"volumeClaimTemplate": {"spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage_size}}}}}
     return {
-        "prometheus": {"prometheusSpec": {
-            "serviceMonitorSelectorNilUsesHelmValues": False,
-            "podMonitorSelectorNilUsesHelmValues": False,
-            "ruleSelectorNilUsesHelmValues": False,
-            "serviceMonitorNamespaceSelector": {},
-            "ruleNamespaceSelector": {},
-        }},
+        "prometheus": {"prometheusSpec": spec},
         "kube-state-metrics": {"metricLabelsAllowlist": [
             "nodes=[%s]" % ",".join(labels), "namespaces=[%s]" % team_label]},
         "grafana": {
@@ -372,7 +408,8 @@ def gpu_layout_since(plan: dict, node: str, current_config: str | None, planned_
 
 def dra_mig_layout_hash(plan: dict) -> str:
     """Hash of the DRA nodes' MIG layouts: static MIG partitions are only seen by the DRA
-    kubelet plugin after it restarts (§5.4, §5.6)."""
+    kubelet plugin after it restarts (dra-intro-install.rst, known issues: "Restart the DRA
+    driver pod to discover MIG devices created by the GPU Operator MIG Manager")."""
     return config_hash({n["name"]: n.get("mig_config") for n in dra_nodes(plan)})
 
 

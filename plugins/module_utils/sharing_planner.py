@@ -2,7 +2,8 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The NVIDIA device plugin's sharing configuration for one node, and what it advertises.
 
-Facts this encodes (nvidia_specifics.md §2.3, §3):
+Facts this encodes (NVIDIA/k8s-device-plugin README, "Shared Access to GPUs" and "MIG
+strategies"; NVIDIA/cloud-native-docs gpu-operator/gpu-sharing.rst):
 
 * Time-slicing and MPS are set per *resource name*, never per GPU: the per-resource
   ``devices`` field is ignored by the device plugin (``api/config/v1/replicas.go``). So

@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
 # Unit and property tests of the model, catalogue, planners and renderers.
+# The Kueue objects are validated against the CRDs of the Kueue release the twin runs, which
+# tests/twin/kueue-crds.sh takes from the Go module sigs.k8s.io/kueue: this needs `go` and a
+# Go module proxy (GOPROXY), and fails without them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 python -m pytest tests/unit -q -p no:cacheprovider

@@ -1,7 +1,7 @@
 """DRA GPU nodes of the cluster twin, made from the Plan, and a stand-in for the NVIDIA DRA driver.
 
 The twin has no kubelet and no GPU, so nothing would publish what the DRA Driver for NVIDIA
-GPUs (`gpu.nvidia.com`, ../shared/reference/nvidia_specifics.md §5) publishes on a real
+GPUs (`gpu.nvidia.com`, kubernetes-sigs/dra-driver-nvidia-gpu) publishes on a real
 cluster. This module writes those objects from the Plan's nodes with `dra: true`:
 
 `node_object(node_state)` / `create_nodes(twin, plan)`: one KWOK node per DRA node of the
@@ -15,7 +15,8 @@ also keeps the device-plugin tests' pods, which ask for `nvidia.com/gpu`, off th
 Nothing is imported from gpu_nodes.py, so the two stand-ins can change independently.
 
 `resource_slice(node_state)`: what the driver's kubelet plugin publishes for the node
-(§5.4; `cmd/gpu-kubelet-plugin/deviceinfo.go` and `mig.go` of kubernetes-sigs/
+(`site/content/docs/reference/resourceslice-attributes.md`,
+`cmd/gpu-kubelet-plugin/deviceinfo.go` and `mig.go` of kubernetes-sigs/
 dra-driver-nvidia-gpu): one `resource.k8s.io/v1` ResourceSlice, driver `gpu.nvidia.com`,
 pool named after the node (generation 1, resourceSliceCount 1), `nodeName` set. One device
 per planned GPU:
@@ -30,10 +31,11 @@ per planned GPU:
   the driver does not announce a MIG-enabled parent): `gpu-<index>-mig-<profile without
   dots>-<GI profile id>-<placement start>` with the parent's attributes plus `type=mig`,
   `profile`, `parentUUID`, its own `uuid`, capacity `memory` = the profile's usable MiB
-  (gpu_catalog, what NVML's memorySizeMB gives) and `memorySlice<N>` = 1 per placement slot
+  (gpu_catalog: the lowest published reading of NVML's memorySizeMB, so on some drivers a
+  real card publishes a little more) and `memorySlice<N>` = 1 per placement slot
   it occupies. The planner gives DRA nodes no MIG layout today (plan.py plans MIG only on
   device-plugin nodes), so this path is only used if that changes; GI profile ids are known
-  for the 7-way family only (§1.2), other grids raise.
+  for the 7-way family only (the MIG User Guide's -lgipp for A100), other grids raise.
 
 Fixed values, the same on every node (one driver for the fleet): driver 580.159.04 and CUDA
 13.0 as read on the real H200 (tests/fixtures/nvidia/h200/nvidia-smi-q.txt), published as
@@ -44,7 +46,7 @@ Not published: `resource.kubernetes.io/pciBusID`, `pcieRoot`, `numaNode`, `addre
 (no PCI topology is faked), and the MIG capacities `multiprocessors`, `copyEngines`,
 `decoders`, `encoders`, `jpegEngines`, `ofaEngines` (not in the catalogue).
 
-`device_classes()`: the DeviceClasses the driver's Helm chart creates (§5.3, chart
+`device_classes()`: the DeviceClasses the driver's Helm chart creates (v0.4.1 chart
 templates `deviceclass-gpu.yaml`, `deviceclass-mig.yaml`): `gpu.nvidia.com` (CEL `type ==
 'gpu'`, and `extendedResourceName: nvidia.com/gpu` as the chart renders it for
 resource.k8s.io/v1; an apiserver without the DRAExtendedResource gate drops that field) and
@@ -80,7 +82,7 @@ COMPUTE_CAPABILITY = {
     "b200": "10.0", "gb200": "10.0", "b300": "10.3", "gb300": "10.3", "rtx-pro-6000": "12.0",
     "l4": "8.9", "l40s": "8.9", "l40": "8.9", "t4": "7.5",
 }
-# nvidia-smi GPU instance profile ids of the 7-way family (§1.2, -lgipp of the MIG User Guide
+# nvidia-smi GPU instance profile ids of the 7-way family (-lgipp of the MIG User Guide
 # for A100; the same ids on the real H200, tests/fixtures/nvidia/h200/mig-lgip.txt), keyed by
 # (compute slices, placement size, media extensions).
 GI_PROFILE_IDS_7WAY = {(1, 1, False): 19, (1, 1, True): 20, (1, 2, False): 15, (2, 2, False): 14,

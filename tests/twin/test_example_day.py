@@ -1,4 +1,4 @@
-"""The example day (../shared/design.md) replayed on the twin, on a compressed clock.
+"""The example day (inventory-examples/four-gpu-server, README.md) replayed on the twin, on a compressed clock.
 
 The Plan of inventory-examples/four-gpu-server is applied by the gpu_operator and kueue roles
 (conftest's roles_apply, at 08:00); gpu01 is a KWOK node made from the Plan (gpu_nodes.py),
