@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -63,8 +64,8 @@ def private_data_dir(work: Path, template: dict, answers: dict, job_type: str, i
     return pdd
 
 
-def run_job(pdd: Path, playbook: str, image: str) -> tuple[str, list[dict], float]:
-    """transmit | worker in the EE | process; (status, job events, seconds)."""
+def run_job(pdd: Path, playbook: str, image: str) -> tuple[str, list[dict], list[str], float]:
+    """transmit | worker in the EE | process; (status, job events, the worker's command, seconds)."""
     start = time.monotonic()
     transmit = subprocess.Popen(["ansible-runner", "transmit", str(pdd), "-p", playbook], stdout=subprocess.PIPE)
     worker = subprocess.Popen(["docker", "run", "-i", "--rm", "--network", "none", image,
@@ -78,22 +79,28 @@ def run_job(pdd: Path, playbook: str, image: str) -> tuple[str, list[dict], floa
     seconds = time.monotonic() - start
     if any(rcs):
         raise SystemExit("run_jobs: transmit/worker/process exit codes %s for %s" % (rcs, pdd))
-    artifacts = sorted((pdd / "artifacts").iterdir())
-    if len(artifacts) != 1:
-        raise SystemExit("run_jobs: expected one artifacts directory in %s, got %s" % (pdd, artifacts))
-    status = (artifacts[0] / "status").read_text().strip()
-    events = [json.loads(p.read_text()) for p in (artifacts[0] / "job_events").glob("*.json")]
+    # `process` writes the worker's artifacts (status, rc, stdout, job_events/) to DIR/artifacts.
+    artifacts = pdd / "artifacts"
+    if not (artifacts / "status").is_file():
+        raise SystemExit("run_jobs: no status in %s: %s" % (artifacts, sorted(p.name for p in artifacts.iterdir())))
+    status = (artifacts / "status").read_text().strip()
+    events = [json.loads(p.read_text()) for p in (artifacts / "job_events").glob("*.json")]
     events.sort(key=lambda e: e.get("counter", 0))
-    return status, events, seconds
+    command = json.loads((artifacts / "command").read_text())["command"]
+    return status, events, command, seconds
 
 
 def stdout_of(events: list[dict]) -> str:
     return "\n".join(e.get("stdout", "") for e in events)
 
 
-def check_job(name: str, status: str, events: list[dict], must_contain: list[str], roles: list[str]) -> list[str]:
-    """Problems of a job's outcome: its status, failed events, expected lines and roles."""
+def check_job(name: str, status: str, events: list[dict], command: list[str], expect: dict) -> list[str]:
+    """Problems of a job's outcome: its status, failed events, command line, expected lines,
+    roles, and the window's configuration in what the gpu_operator role rendered."""
     problems = []
+    for arg in expect["args"]:
+        if arg not in command:
+            problems.append("%s: %r not in the command the worker ran: %s" % (name, arg, command))
     if status != "successful":
         problems.append("%s: status %s" % (name, status))
     failed = [e for e in events if e.get("event") in ("runner_on_failed", "runner_on_unreachable")
@@ -101,13 +108,18 @@ def check_job(name: str, status: str, events: list[dict], must_contain: list[str
     for e in failed:
         problems.append("%s: failed task %r: %s" % (name, e["event_data"].get("task"), e.get("stdout", "")[:400]))
     text = stdout_of(events)
-    for line in must_contain:
+    for line in expect["lines"]:
         if line not in text:
             problems.append("%s: job output lacks %r" % (name, line))
     ran = {e.get("event_data", {}).get("role") for e in events if e.get("event") == "runner_on_ok"}
-    for role in roles:
+    for role in expect["roles"]:
         if role not in ran:
             problems.append("%s: no task of role %s ran (roles that ran: %s)" % (name, role, sorted(r for r in ran if r)))
+    if expect.get("rendered"):
+        rendered = [e for e in events if e.get("event_data", {}).get("role") == "gpu_operator"
+                    and re.search(expect["rendered"], json.dumps(e.get("event_data", {}).get("res", {})))]
+        if not rendered:
+            problems.append("%s: no gpu_operator result mentions %s (the window's configs)" % (name, expect["rendered"]))
     stats = [e for e in events if e.get("event") == "playbook_on_stats"]
     if not stats:
         problems.append("%s: no playbook_on_stats event (the stream ended early)" % name)
@@ -133,20 +145,23 @@ def main(argv=None) -> int:
     jobs = [
         # A person launches the plan template, answering the survey: auto, at the window's start.
         ("plan", templates["plan"], {"gpushare_window": "auto", "gpushare_window_at": schedule["at"]}, "run",
-         ["Sharing window in force at %s %s: %s" % (schedule["at"], zone, span)], []),
+         {"args": ["playbooks/plan.yml"], "lines": ["Sharing window in force at %s %s: %s" % (schedule["at"], zone, span)],
+          "roles": []}),
         # The GPU stack in check mode, render only, with the schedule's extra data.
         ("gpu_stack", templates["gpu_stack"], dict(schedule["extra_data"], gpushare_render_only="true"), "check",
-         ["Sharing window chosen: %s" % span, "Rendered to "], ["gpu_operator", "kueue", "monitoring"]),
+         {"args": ["--check", "--tags", templates["gpu_stack"]["job_tags"], "playbooks/site.yml"],
+          "lines": ["Sharing window chosen: %s" % span, "Rendered to "], "roles": ["gpu_operator", "kueue", "monitoring"],
+          "rendered": r"gpushare-[a-z0-9.-]+-%s\b" % re.escape(window["name"])}),
     ]
     problems = []
-    for name, template, answers, job_type, lines, roles in jobs:
+    for name, template, answers, job_type, expect in jobs:
         pdd = private_data_dir(args.work, template, answers, job_type, args.inventory)
-        status, events, seconds = run_job(pdd, template["playbook"], args.image)
-        found = check_job(name, status, events, lines, roles)
+        status, events, command, seconds = run_job(pdd, template["playbook"], args.image)
+        found = check_job(name, status, events, command, expect)
         problems.extend(found)
         print("job %s (%s, %s, extra vars %s): %s, %d events in %.0f s%s" % (
             name, template["playbook"], job_type, json.loads(json.dumps(launch_extra_vars(template, answers))),
-            status, len(events), seconds, "" if found else "; " + "; ".join(lines)))
+            status, len(events), seconds, "" if found else "; " + "; ".join(expect["lines"])))
     if problems:
         print("run_jobs: %d problem(s)" % len(problems), file=sys.stderr)
         for p in problems:
