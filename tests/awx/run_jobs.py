@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Runs jobs the way AWX runs them, without AWX: for a job template of the definitions
 playbooks/awx.yml rendered, a private data directory like the one AWX prepares (the project
 checkout, the inventory, extra vars from the survey defaults plus the survey answers or the

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Offline validation of the AWX definitions playbooks/awx.yml writes (gpushare_awx_render_only):
 what AWX would refuse, and when the schedules would really run.
 
@@ -81,10 +80,12 @@ def run_problems(schedule: dict, plan: dict, days: int) -> tuple[list[str], dict
                       "utc_offsets": [str(o) for o in offsets]}
 
 
-def validate(definitions: dict, days: int) -> tuple[list[str], list[str]]:
-    """(problems, report lines) of the definitions awx.yml rendered."""
+def validate(definitions: dict, days: int, expect_dst: bool = False) -> tuple[list[str], list[str]]:
+    """(problems, report lines) of the definitions awx.yml rendered; with ``expect_dst``, a
+    problem unless some schedule's runs cross a daylight-saving change (two UTC offsets)."""
     problems = list(definition_problems(definitions))
     lines = []
+    offsets = set()
     plan = definitions["plan"]
     if plan["windows"] and not definitions["schedules"]:
         problems.append("the plan has windows %s but there are no schedules" % [w["name"] for w in plan["windows"]])
@@ -92,9 +93,12 @@ def validate(definitions: dict, days: int) -> tuple[list[str], list[str]]:
         found, figures = run_problems(schedule, plan, days)
         problems.extend(found)
         if figures:
+            offsets.add(len(figures["utc_offsets"]))
             lines.append("%s: %s; %d runs %s .. %s at %s %s, UTC offsets %s" % (
                 schedule["name"], schedule["rrule"], figures["runs"], figures["first"][:10], figures["last"][:10],
                 schedule["at"], plan["timezone"], ", ".join(figures["utc_offsets"])))
+    if expect_dst and max(offsets, default=1) < 2:
+        problems.append("no schedule's runs cross a daylight-saving change (zone %s)" % plan["timezone"])
     return problems, lines
 
 
@@ -106,10 +110,7 @@ def main(argv=None) -> int:
                         help="fail unless the runs cross a daylight-saving change (two UTC offsets)")
     args = parser.parse_args(argv)
     definitions = json.loads(args.definitions.read_text())
-    problems, lines = validate(definitions, args.days)
-    if args.expect_dst and not any(", " in line.rsplit("UTC offsets ", 1)[-1] for line in lines):
-        problems.append("--expect-dst: no schedule's runs cross a daylight-saving change (zone %s)"
-                        % definitions["plan"]["timezone"])
+    problems, lines = validate(definitions, args.days, args.expect_dst)
     for line in lines:
         print(line)
     if problems:

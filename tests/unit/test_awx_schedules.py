@@ -160,8 +160,10 @@ def test_next_runs_stay_at_local_boundaries_across_daylight_saving():
     """Europe/Berlin: 2026-03-29 and 2026-10-25 change the offset; the runs stay at 19:00 and
     07:00 local and move in UTC (as AWX computes them with dateutil)."""
     definitions = _definitions("Europe/Berlin")
-    problems, lines = validate.validate(definitions, 400)
+    problems, lines = validate.validate(definitions, 400, expect_dst=True)
     assert problems == [] and len(lines) == 2
+    assert validate.validate(_definitions(), 400, expect_dst=True)[0] == [
+        "no schedule's runs cross a daylight-saving change (zone UTC)"]
     night = definitions["schedules"][1]
     runs = validate.next_runs(night["rrule"], 400)
     utc = {r.date().isoformat(): r.astimezone(datetime.timezone.utc).strftime("%H:%M") for r in runs}
@@ -173,7 +175,7 @@ def test_a_utc_rule_for_a_berlin_plan_is_caught():
     definitions = _definitions("Europe/Berlin")
     night = definitions["schedules"][1]
     night["rrule"] = "DTSTART;TZID=UTC:20260101T180000 RRULE:FREQ=DAILY;INTERVAL=1"
-    problems, _ = validate.validate(definitions, 400)
+    problems = validate.validate(definitions, 400)[0]
     assert any("not in the plan's time zone Europe/Berlin" in p for p in problems)
     assert any("runs not at 19:00 Europe/Berlin" in p for p in problems)
 
@@ -186,7 +188,7 @@ def test_a_naive_dtstart_is_refused_like_awx_does():
 def test_a_schedule_that_passes_the_wrong_state_is_caught():
     definitions = _definitions()
     definitions["schedules"][0]["extra_data"]["gpushare_window"] = "night"
-    problems, _ = validate.validate(definitions, 10)
+    problems = validate.validate(definitions, 10)[0]
     assert problems == ["schedule 'gpushare window switch: none at 07:00': passes gpushare_window='night', "
                         "the plan has 'none' in force from 07:00"]
 
