@@ -149,6 +149,19 @@ def runtime_paths(plan: dict, distribution_facts: dict | None = None) -> dict:
     return facts
 
 
+def dcgm_resource_names(plan: dict) -> list[str]:
+    """Every device-plugin resource the Plan (or one of its windows) advertises. dcgm-exporter
+    adds pod labels only for nvidia.com/gpu, nvidia.com/mig-* and the names in
+    NVIDIA_RESOURCE_NAMES (internal/pkg/transformation/kubernetes.go, 4.5-4.8), so a
+    time-sliced nvidia.com/gpu.shared GPU has no namespace unless it is listed; all are listed,
+    so attribution does not depend on how the exporter merges the list with its defaults."""
+    names = set()
+    for nodes in [plan["nodes"]] + [w["nodes"] for w in plan.get("windows", [])]:
+        for node in nodes:
+            names.update(node.get("advertised") or {})
+    return sorted(names)
+
+
 def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, chart_version: str = "v26.3.3",
                         service_monitor: bool = True, nfd: bool = True) -> dict:
     """Values for the nvidia/gpu-operator chart: its values.yaml (v26.3.3 / v26.7.0) and the
@@ -170,6 +183,9 @@ def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, char
             # renaming them exported_* (gpu-operator #2938).
             "enabled": service_monitor, "honorLabels": True, "interval": "15s", "additionalLabels": {}}},
     }
+    resource_names = dcgm_resource_names(plan)
+    if resource_names:
+        values["dcgmExporter"]["env"] = [{"name": "NVIDIA_RESOURCE_NAMES", "value": ",".join(resource_names)}]
     paths = runtime_paths(plan, distribution_facts)
     env = []
     for name, key in (("CONTAINERD_CONFIG", "containerd_config"), ("CONTAINERD_SOCKET", "containerd_socket"),
@@ -247,7 +263,8 @@ def kueue_values(plan: dict, image: dict | None = None, enable_prometheus: bool 
 
 
 def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-grafana-admin",
-                           dcgm_dashboard: dict | None = None, ksm_node_labels: list | None = None) -> dict:
+                           dcgm_dashboard: dict | None = None, ksm_node_labels: list | None = None,
+                           retention: str = "30d", retention_size: str = "", storage_size: str = "") -> dict:
     """Values for kube-prometheus-stack: every ServiceMonitor/PrometheusRule selected (the DCGM
     exporter's and Kueue's come from other releases), node labels for the MIG alert, Grafana
     with an existing admin Secret and the DCGM dashboard (grafana.com 12239 by gnetId, or a
@@ -259,14 +276,23 @@ def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-gra
         dashboard.pop("revision", None)
     labels = ksm_node_labels or KSM_NODE_LABELS
     team_label = "gpushare.cluster/team"
+    # Weeks of history for the usage advisor (the chart keeps 10d); without a volume the
+    # history lives in an emptyDir and is lost when the pod moves.
+    spec = {
+        "serviceMonitorSelectorNilUsesHelmValues": False,
+        "podMonitorSelectorNilUsesHelmValues": False,
+        "ruleSelectorNilUsesHelmValues": False,
+        "serviceMonitorNamespaceSelector": {},
+        "ruleNamespaceSelector": {},
+        "retention": retention,
+    }
+    if retention_size:
+        spec["retentionSize"] = retention_size
+    if storage_size:
+        spec["storageSpec"] = {"volumeClaimTemplate": {"spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage_size}}}}}
     return {
-        "prometheus": {"prometheusSpec": {
-            "serviceMonitorSelectorNilUsesHelmValues": False,
-            "podMonitorSelectorNilUsesHelmValues": False,
-            "ruleSelectorNilUsesHelmValues": False,
-            "serviceMonitorNamespaceSelector": {},
-            "ruleNamespaceSelector": {},
-        }},
+        "prometheus": {"prometheusSpec": spec},
         "kube-state-metrics": {"metricLabelsAllowlist": [
             "nodes=[%s]" % ",".join(labels), "namespaces=[%s]" % team_label]},
         "grafana": {

@@ -13,6 +13,8 @@ try:
 except ImportError:     # ansible-core depends on PyYAML; this only keeps `import` sanity quiet
     yaml = None
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.render_helm import kueue_manager_config
+
 MANAGED_LABEL = {"app.kubernetes.io/managed-by": "gpushare.cluster"}
 MIG_CONFIGMAP = "gpushare-mig-config"
 DEVICE_PLUGIN_CONFIGMAP = "gpushare-device-plugin-config"
@@ -145,7 +147,8 @@ def manifest_files(plan: dict, gpu_operator_namespace: str = GPU_OPERATOR_NAMESP
         if objects:
             files.append({"path": "%02d-%s.yaml" % (i * 10, stage.replace("_", "-")),
                           "content": _dump_all(objects)})
-    files.append({"path": "kueue-configuration.yaml", "content": _dump(plan["kueue"]["configuration"])})
+    # The whole manager Configuration the kueue role applies (one source: render_helm).
+    files.append({"path": "kueue-configuration.yaml", "content": _dump(kueue_manager_config(plan))})
     for window in plan["windows"]:
         objects = node_label_objects(window["nodes"]) + window["kueue"]["objects"]
         files.append({"path": "windows/%s.yaml" % window["name"], "content": _dump_all(objects)})

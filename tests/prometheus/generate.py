@@ -182,16 +182,18 @@ def _devices(node: dict, honor_labels: bool, hostname_label: str) -> dict:
 
 
 def _whole_gpus(nodes: list, team: str, dra: bool) -> list:
-    """Whole GPUs a workload of TEAM may take: its own first, then unowned ones."""
-    own, pool = [], []
+    """Whole GPUs a workload of TEAM may take: its own first, then unowned ones, then other
+    teams' (Kueue lends what their owners leave idle; serving is placed first)."""
+    own, pool, lent = [], [], []
     for node in nodes:
         if bool(node["dra"]) != dra:
             continue
         for gpu in node["gpus"]:
             if gpu["mig"] or gpu["mode"] != "whole":
                 continue
-            (own if gpu["team"] == team else pool if gpu["team"] is None else []).append((node["name"], gpu["index"], None))
-    return own + pool
+            key = (node["name"], gpu["index"], None)
+            (own if gpu["team"] == team else pool if gpu["team"] is None else lent).append(key)
+    return own + pool + lent
 
 
 def _timeslice_devices(nodes: list, team: str) -> list:
@@ -283,7 +285,14 @@ class Replica:
         self.runs = None
         if pat["active"] == "runs":
             self.runs = _runs(self.rng, start, end, pat["pattern"])
-        self.rs_hash = _hash(seed, w["name"], "rs", n=10, alphabet="bcdfghjklmnpqrstvwxz2456789")
+        # Deployments roll out now and then (a new ReplicaSet, new pods, new admissions).
+        self.rollouts = []
+        day = start - start % 86400
+        while day < end:
+            roll = _rng(seed, w["name"], "rollout", day)
+            if roll.random() < 0.4:
+                self.rollouts.append(day + 10 * 3600 + roll.uniform(0, 6 * 3600))
+            day += 86400
 
     def pod(self, t: float) -> tuple[str, str, str]:
         """(pod name, owner kind, owner name) at T."""
@@ -291,8 +300,9 @@ class Replica:
         if self.pattern["pattern"] == "notebook":
             return "%s-%d" % (w["name"], self.index), "StatefulSet", w["name"]
         if self.pattern["pattern"] in ("serving", "serving-llm"):
-            owner = "%s-%s" % (w["name"], self.rs_hash)
-            return "%s-%s" % (owner, _hash(w["name"], self.index, n=5, alphabet=alphabet)), "ReplicaSet", owner
+            rollout = bisect.bisect_right(self.rollouts, t)
+            owner = "%s-%s" % (w["name"], _hash(self.seed, w["name"], "rs", rollout, n=10, alphabet=alphabet))
+            return "%s-%s" % (owner, _hash(owner, self.index, n=5, alphabet=alphabet)), "ReplicaSet", owner
         run = self.run_start(t)
         job = "%s-%s" % (w["name"], _hash(w["name"], self.index, run, n=8, alphabet="0123456789abcdef"))
         return "%s-%s" % (job, _hash(job, n=5, alphabet=alphabet)), "Job", job
@@ -434,6 +444,7 @@ def build(inventory: str, seed: int = 1, days: float = 14, step: int = 300, end:
     out = Series()
     stats: dict = {w: {"active": [], "mem": [], "steps": 0, "running": 0} for w in wl}
     admitted: dict = {}
+    admissions: dict = {}
     hist: dict = {cq: [0] * (len(KUEUE_BUCKETS) + 1) for cq in team_cq.values()}
     hist_sum = dict.fromkeys(team_cq.values(), 0.0)
     pending_since: dict = {}
@@ -454,19 +465,20 @@ def build(inventory: str, seed: int = 1, days: float = 14, step: int = 300, end:
                 if not rep.running(t, local, window_on) or i >= len(placed):
                     if rep.running(t, local, window_on) or (pats[wname]["active"] == "night" and not window_on
                                                             and local.hour >= 13):
-                        pending_since.setdefault((wname, i), t)
+                        pending_since.setdefault((wname, i), t)      # the example day: queued at 13:00
                     admitted.pop((wname, i), None)
                     continue
-                if (wname, i) not in admitted:
-                    admitted[(wname, i)] = t
+                pod, okind, oname = rep.pod(t)
+                if admitted.get((wname, i)) != pod:
+                    admitted[(wname, i)] = pod
                     wait = t - pending_since.pop((wname, i), t) + rng.uniform(0.5, 8)
                     cq = team_cq[w["team"]]
+                    admissions.setdefault(w["team"], []).append(t)
                     hist_sum[cq] += wait
                     for b, le in enumerate(KUEUE_BUCKETS):
                         if wait <= le:
                             hist[cq][b] += 1
                     hist[cq][-1] += 1
-                pod, okind, oname = rep.pod(t)
                 stats[wname]["running"] += 1
                 for key in placed[i]:
                     dev = st["devices"][key]
@@ -549,6 +561,8 @@ def build(inventory: str, seed: int = 1, days: float = 14, step: int = 300, end:
 
     truth = _truth(name, plan, seed, days, step, start, end, honor_labels, pats, states, stats, reporting, missing,
                    xid_device, xid_time)
+    for team, times in admissions.items():
+        truth["teams"][team]["admissions"] = times
     return out.text(), truth
 
 
@@ -593,7 +607,8 @@ def _truth(name, plan, seed, days, step, start, end, honor_labels, pats, states,
             "start": start, "end": end, "timezone": plan["cluster"].get("timezone") or "UTC",
             "honor_labels": honor_labels,
             "namespace_label": "namespace" if honor_labels else "exported_namespace",
-            "teams": {t["name"]: {"namespaces": t["namespaces"], "cluster_queue": t["cluster_queue"]} for t in plan["teams"]},
+            "teams": {t["name"]: {"namespaces": t["namespaces"], "cluster_queue": t["cluster_queue"], "admissions": []}
+                      for t in plan["teams"]},
             "timeslice_reporting": {_key(k): v for k, v in reporting.items()},
             "memory_missing": sorted(_key(k) for k in missing),
             "xid": {"device": _key(xid_device), "since": xid_time, "value": 13} if xid_device else None,

@@ -14,6 +14,7 @@
 #    on (every 1m); over backfilled history, query a rule's expression instead (promtool's
 #    rule backfill writes one block per rule and 2 hours: minutes for a day of history).
 # Everything is logged to DATA_DIR/prometheus.log; the process id is in DATA_DIR/prometheus.pid.
+# GPUSHARE_PROMETHEUS_ARGS adds flags (e.g. --query.lookback-delta=15m for 5-minute samples).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 [ $# -ge 2 ] || { echo "usage: $0 DATA_DIR FILE.om..." >&2; exit 2; }
@@ -53,9 +54,10 @@ port=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); p
 url="http://127.0.0.1:$port"
 
 start_prometheus() {
+  # shellcheck disable=SC2086  # GPUSHARE_PROMETHEUS_ARGS is a list of flags
   "$bin/prometheus" --config.file="$data/prometheus.yml" --storage.tsdb.path="$data/tsdb" \
     --storage.tsdb.retention.time=400d --web.listen-address="127.0.0.1:$port" \
-    --web.enable-lifecycle >>"$data/prometheus.log" 2>&1 &
+    --web.enable-lifecycle ${GPUSHARE_PROMETHEUS_ARGS:-} >>"$data/prometheus.log" 2>&1 &
   echo $! > "$data/prometheus.pid"
   for _ in $(seq 1 240); do
     if curl -fsS "$url/-/ready" >/dev/null 2>&1; then return 0; fi
