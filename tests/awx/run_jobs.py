@@ -1,13 +1,15 @@
 """Runs jobs the way AWX runs them, without AWX: for a job template of the definitions
 playbooks/awx.yml rendered, a private data directory like the one AWX prepares (the project
-checkout, the inventory, extra vars from the survey defaults plus the survey answers or the
-schedule's extra data, the command line of the template's job type and tags) is streamed with
+checkout, the inventory as one generated file, extra vars from the survey defaults plus the
+survey answers or the schedule's extra data, the command line of the template's job type and
+tags) is streamed with
 
     ansible-runner transmit DIR | docker run -i --network none EE ansible-runner worker \
         --private-data-dir=/runner | ansible-runner process DIR
 
-(AWX streams the same through receptor, awx/main/tasks/receptor.py), and the job events that
-come back are asserted. The worker has no network: nothing is fetched at run time.
+(transmit through ansible_runner.run(streamer='transmit'), as AWX calls it; AWX streams the
+same through receptor, awx/main/tasks/receptor.py), and the job events that come back are
+asserted. The worker has no network: nothing is fetched at run time.
 
     python tests/awx/run_jobs.py --image gpushare-ee:latest --definitions build/awx/definitions.json \
         --inventory inventory-examples/four-gpu-server --work /tmp/awx-jobs
@@ -24,6 +26,7 @@ import sys
 import time
 from pathlib import Path
 
+import ansible_runner
 import yaml
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -40,7 +43,7 @@ def project_files() -> list[str]:
     return [f for f in out.split("\0") if f and (ROOT / f).exists()]
 
 
-def private_data_dir(work: Path, template: dict, answers: dict, job_type: str, inventory: Path) -> Path:
+def private_data_dir(work: Path, template: dict, answers: dict, job_type: str) -> Path:
     """The directory AWX would hand to ansible-runner for a job of ``template``."""
     pdd = work / template["key"]
     shutil.rmtree(pdd, ignore_errors=True)
@@ -48,12 +51,6 @@ def private_data_dir(work: Path, template: dict, answers: dict, job_type: str, i
         dest = pdd / "project" / name
         dest.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ROOT / name, dest, follow_symlinks=False)
-    # The inventory AWX syncs from the project: hosts.yml with its group_vars and host_vars.
-    (pdd / "inventory").mkdir()
-    shutil.copy2(inventory / "hosts.yml", pdd / "inventory" / "hosts.yml")
-    for folder in ("group_vars", "host_vars"):
-        if (inventory / folder).is_dir():
-            shutil.copytree(inventory / folder, pdd / "inventory" / folder)
     (pdd / "env").mkdir()
     extra = launch_extra_vars(template, answers)
     (pdd / "env" / "extravars").write_text(yaml.safe_dump(extra))
@@ -63,21 +60,34 @@ def private_data_dir(work: Path, template: dict, answers: dict, job_type: str, i
     return pdd
 
 
-def run_job(pdd: Path, playbook: str, image: str) -> tuple[str, list[dict], list[str], float]:
+def awx_inventory(inventory: Path) -> dict:
+    """The inventory as AWX gives it to a job: imported from the project's inventory source
+    (hosts.yml with its group_vars and host_vars) and written as one generated inventory."""
+    out = subprocess.run(["ansible-inventory", "-i", str(inventory / "hosts.yml"), "--list", "--yaml", "--export"],
+                         cwd=ROOT, check=True, capture_output=True, text=True).stdout
+    return yaml.safe_load(out)
+
+
+def run_job(pdd: Path, playbook: str, inventory: dict, image: str) -> tuple[str, list[dict], list[str], float]:
     """transmit | worker in the EE | process; (status, job events, the worker's command, seconds)."""
     start = time.monotonic()
-    transmit = subprocess.Popen(["ansible-runner", "transmit", str(pdd), "-p", playbook], stdout=subprocess.PIPE)
-    worker = subprocess.Popen(["docker", "run", "-i", "--rm", "--network", "none", image,
-                               "ansible-runner", "worker", "--private-data-dir=/runner"],
-                              stdin=transmit.stdout, stdout=subprocess.PIPE)
-    transmit.stdout.close()
-    process = subprocess.run(["ansible-runner", "process", str(pdd)], stdin=worker.stdout, check=False,
-                             stdout=subprocess.DEVNULL)
-    worker.stdout.close()
-    rcs = transmit.wait(), worker.wait(), process.returncode
+    stream = pdd.with_suffix(".transmit")
+    with stream.open("wb") as out:
+        # The inventory goes in as data: runner writes it to inventory/hosts.json and the
+        # worker runs ansible-playbook -i /runner/inventory/hosts.json (AWX: inventory/hosts).
+        ansible_runner.run(streamer="transmit", _output=out, private_data_dir=str(pdd), playbook=playbook,
+                           inventory=inventory)
+    with stream.open("rb") as payload:
+        worker = subprocess.Popen(["docker", "run", "-i", "--rm", "--network", "none", image,
+                                   "ansible-runner", "worker", "--private-data-dir=/runner"],
+                                  stdin=payload, stdout=subprocess.PIPE)
+        process = subprocess.run(["ansible-runner", "process", str(pdd)], stdin=worker.stdout, check=False,
+                                 stdout=subprocess.DEVNULL)
+        worker.stdout.close()
+        rcs = worker.wait(), process.returncode
     seconds = time.monotonic() - start
     if any(rcs):
-        raise SystemExit("run_jobs: transmit/worker/process exit codes %s for %s" % (rcs, pdd))
+        raise SystemExit("run_jobs: worker/process exit codes %s for %s" % (rcs, pdd))
     # `process` writes the worker's artifacts (status, rc, stdout, job_events/) to DIR/artifacts.
     artifacts = pdd / "artifacts"
     if not (artifacts / "status").is_file():
@@ -141,11 +151,12 @@ def main(argv=None) -> int:
     window = next(w for w in definitions["plan"]["windows"] if w["name"] == schedule["extra_data"]["gpushare_window"])
     span = "%s (%s-%s)" % (window["name"], window["from"], window["until"])
     args.work.mkdir(parents=True, exist_ok=True)
+    inventory = awx_inventory(args.inventory)
     jobs = [
         # A person launches the plan template, answering the survey: auto, at the window's start.
         ("plan", templates["plan"], {"gpushare_window": "auto", "gpushare_window_at": schedule["at"]}, "run",
-         {"args": ["playbooks/plan.yml"], "lines": ["Sharing window in force at %s %s: %s" % (schedule["at"], zone, span)],
-          "roles": []}),
+         {"args": ["playbooks/plan.yml", "/runner/inventory/hosts.json"],
+          "lines": ["Sharing window in force at %s %s: %s" % (schedule["at"], zone, span)], "roles": []}),
         # The GPU stack in check mode, render only, with the schedule's extra data.
         ("gpu_stack", templates["gpu_stack"], dict(schedule["extra_data"], gpushare_render_only="true"), "check",
          {"args": ["--check", "--tags", templates["gpu_stack"]["job_tags"], "playbooks/site.yml"],
@@ -154,8 +165,8 @@ def main(argv=None) -> int:
     ]
     problems = []
     for name, template, answers, job_type, expect in jobs:
-        pdd = private_data_dir(args.work, template, answers, job_type, args.inventory)
-        status, events, command, seconds = run_job(pdd, template["playbook"], args.image)
+        pdd = private_data_dir(args.work, template, answers, job_type)
+        status, events, command, seconds = run_job(pdd, template["playbook"], inventory, args.image)
         found = check_job(name, status, events, command, expect)
         problems.extend(found)
         print("job %s (%s, %s, extra vars %s): %s, %d events in %.0f s%s" % (
