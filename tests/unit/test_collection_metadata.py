@@ -37,6 +37,6 @@ def test_every_plugin_has_the_licence_header():
 
 def test_readme_documents_both_ways_to_run_the_playbooks():
     readme = (ROOT / "README.md").read_text()
-    for text in ("ansible-playbook -i my-inventory gpushare.cluster.site", "ansible-playbook -i my-inventory gpushare.cluster.plan",
+    for text in ("ansible-playbook -i my-inventory/hosts.yml gpushare.cluster.site", "ansible-playbook -i my-inventory/hosts.yml gpushare.cluster.plan",
                  "playbooks/site.yml"):
         assert text in readme, text
