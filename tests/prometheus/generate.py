@@ -161,9 +161,8 @@ def _devices(node: dict, honor_labels: bool, hostname_label: str) -> dict:
     out = {}
     for gpu in node["gpus"]:
         idx = gpu["index"]
-        base = {"gpu": str(idx), "UUID": "GPU-%s-%s-%s-%s-%s" % (_hash(node["name"], idx, n=8), _hash(node["name"], idx, 1, n=4),
-                                                                   _hash(node["name"], idx, 2, n=4), _hash(node["name"], idx, 3, n=4),
-                                                                   _hash(node["name"], idx, 4, n=12)),
+        uuid = "GPU-%s-%s-%s-%s-%s" % tuple(_hash(node["name"], idx, part, n=n) for part, n in enumerate((8, 4, 4, 4, 12)))
+        base = {"gpu": str(idx), "UUID": uuid,
                 "pci_bus_id": "00000000:%02X:00.0" % (0x18 + 0x10 * idx), "device": "nvidia%d" % idx,
                 "modelName": node["product"], "DCGM_FI_DRIVER_VERSION": DRIVER, hostname_label: node["name"]}
         if gpu["mig"]:
