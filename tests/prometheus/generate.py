@@ -225,7 +225,7 @@ def place(plan_state: dict, workloads: list) -> dict:
             replicas = [[devs[i % len(devs)]] for i in range(w["replicas"])] if devs else []
         else:
             free = [d for d in _whole_gpus(nodes, w["team"], w["sharing"] == "dra") if d not in taken]
-            for _ in range(w["replicas"]):
+            for _replica in range(w["replicas"]):
                 if len(free) < w["gpus_per_replica"]:
                     break
                 mine, free = free[:w["gpus_per_replica"]], free[w["gpus_per_replica"]:]
