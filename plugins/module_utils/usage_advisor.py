@@ -135,12 +135,14 @@ METRIC_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 METRIC_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 METRIC_OWNER = "kube_pod_owner"
 _REPLICASET_HASH = re.compile(r"-[a-z0-9]{6,10}$")
-_JOB_SUFFIX = re.compile(r"-[0-9]{8,}$")
+# A Job per run: CronJob's "-<minutes since the epoch>", or a run id that tools append
+# ("-3fa8b2c1"); a last segment of 5-12 letters and digits with at least one digit.
+_JOB_SUFFIX = re.compile(r"-(?=[a-z0-9]*[0-9])[a-z0-9]{5,12}$")
 
 
 def service_name(owner_kind: str | None, owner_name: str | None, pod: str) -> str:
     """The service a pod belongs to: its Deployment (ReplicaSet name without the
-    pod-template-hash), StatefulSet, DaemonSet or Job (CronJob runs lose their time suffix)."""
+    pod-template-hash), StatefulSet, DaemonSet or Job (runs lose their run suffix)."""
     if not owner_name or owner_kind in (None, "", "<none>"):
         return _REPLICASET_HASH.sub("", _REPLICASET_HASH.sub("", pod)) if pod.count("-") >= 2 else pod
     if owner_kind == "ReplicaSet":

@@ -352,11 +352,18 @@ def advice_files(advice, variables, inventory_dir, plan_check):
     return files, change_lines
 
 
+def _skipped(folder, name):
+    """Hidden folders, the artifacts directory under the inventory (Kubespray's layout, where
+    plan.yml and advise.yml write) and any earlier advice are not part of the inventory."""
+    path = os.path.join(folder, name)
+    return name.startswith('.') or name == 'artifacts' or os.path.isfile(os.path.join(path, 'advice.json'))
+
+
 def _yaml_files(base, sub):
     root = os.path.join(base, sub)
     out = []
     for folder, dirs, names in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not d.startswith('.'))
+        dirs[:] = sorted(d for d in dirs if not _skipped(folder, d))
         for name in sorted(names):
             if name.endswith(('.yml', '.yaml', '.json')) or '.' not in name:
                 out.append(os.path.join(folder, name))
@@ -409,7 +416,7 @@ def inventory_copy(inventory_dir, proposal, advice):
             replaced[target] = render_advice.node_file(host, node)
     files = []
     for folder, dirs, names in os.walk(base):
-        dirs[:] = sorted(d for d in dirs if not d.startswith('.'))
+        dirs[:] = sorted(d for d in dirs if not _skipped(folder, d))
         for name in sorted(names):
             path = os.path.join(folder, name)
             if path in replaced:

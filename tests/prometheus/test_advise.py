@@ -169,8 +169,8 @@ def test_example_day_proposals(advised):
     assert "Kueue" in fine["why"]
     (window,) = advice["windows"]
     assert window["name"] == "night" and window["gpus"] == [["gpu01", 2]] and window["for"] == ["training"], window
-    night_hours = {(int(window["from"][:2]) + k) % 24 for k in range(24)
-                   if (int(window["from"][:2]) + k) % 24 != int(window["until"][:2])}
+    start, until = int(window["from"][:2]), int(window["until"][:2])
+    night_hours = {(start + k) % 24 for k in range((until - start) % 24)}
     assert {0, 1, 2, 3, 4} <= night_hours and 12 not in night_hours, window
     assert _svc(advice, "vllm-chat")["reservation"], "vLLM's flat 90 % reservation is read as a reservation"
     assert len(advice["services"]) == 6
@@ -241,6 +241,13 @@ def _refused(url: str, out: Path, expected: str, *extra: str) -> str:
     assert "Traceback" not in text and "MODULE FAILURE" not in text
     assert not (out / "workloads.yml").exists() and not (out / "inventory").exists()
     return msg
+
+
+def test_advice_not_written_inside_an_inventory_directory(tmp_path):
+    """-i <directory> with the default <inventory>/artifacts/advise: refused, as plan.yml does."""
+    rc, result, text = run_playbook("advise.yml", INVENTORY, "-e", "gpushare_prometheus_url=http://127.0.0.1:1")
+    assert rc != 0 and "inside the inventory directory" in failure(result), text[-2000:]
+    assert not (INVENTORY / "artifacts").exists()
 
 
 def test_unreachable_prometheus(tmp_path):

@@ -245,6 +245,9 @@ def test_service_names_from_owners():
     assert ua.service_name("ReplicaSet", "vllm-chat-6c9f7d8b5d", "vllm-chat-6c9f7d8b5d-x2k9p") == "vllm-chat"
     assert ua.service_name("StatefulSet", "notebooks", "notebooks-3") == "notebooks"
     assert ua.service_name("Job", "fine-tune-29400012", "fine-tune-29400012-abcde") == "fine-tune"
+    assert ua.service_name("Job", "fine-tune-3fa8b2c1", "fine-tune-3fa8b2c1-x7k2p") == "fine-tune"
+    assert ua.service_name("Job", "train-v2", "train-v2-x7k2p") == "train-v2"
+    assert ua.service_name("Job", "nightly-eval", "nightly-eval-x7k2p") == "nightly-eval"
     assert ua.service_name(None, None, "lonely") == "lonely"
 
 
