@@ -52,40 +52,14 @@ def _key() -> str:
 
 def _generate(out: Path, name: str = "four-gpu-server") -> Path:
     """generate.py's history for inventory-examples/NAME, written to OUT (+ OUT.json), cached."""
-    if out.is_file() and Path(str(out) + ".json").is_file():
-        return out
-    sys.path.insert(0, str(HERE))
-    import generate  # pylint: disable=import-outside-toplevel
-
-    original = generate._whole_gpus                       # pylint: disable=protected-access
-
-    def whole_gpus_with_lent(nodes, team, dra):
-        """WORKAROUND until generate.py places borrowers on lent GPUs: in a window, the whole
-        GPUs of other teams that lend (gpushare_teams[].lend) are borrowable through Kueue's
-        cohort, after the team's own and the unowned ones (the example day's fine-tune runs
-        on GPU 3 and the lent GPU 2 at night)."""
-        found = original(nodes, team, dra)
-        lenders = {t["name"] for t in yaml.safe_load((INVENTORY / "group_vars" / "all" / "teams.yml").read_text())
-                   ["gpushare_teams"] if t.get("lend", True)}
-        for node in nodes:
-            if bool(node["dra"]) != dra:
-                continue
-            for gpu in node["gpus"]:
-                key = (node["name"], gpu["index"], None)
-                if not gpu["mig"] and gpu["mode"] == "whole" and gpu["team"] in lenders - {team} and key not in found:
-                    found.append(key)
-        return found
-
-    generate._whole_gpus = whole_gpus_with_lent          # pylint: disable=protected-access
-    try:
-        text, facts = generate.build(name, SEED, DAYS, STEP, END)
-    finally:
-        generate._whole_gpus = original                  # pylint: disable=protected-access
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    Path(str(out) + ".json").write_text(json.dumps(facts, indent=1, sort_keys=True), encoding="utf-8")
-    os.replace(tmp, out)
+    if not (out.is_file() and Path(str(out) + ".json").is_file()):
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name("tmp-" + out.name)
+        subprocess.run([sys.executable, str(HERE / "generate.py"), "--seed", str(SEED), "--days", str(DAYS),
+                        "--step", str(STEP), "--end", str(END), "--inventory", "inventory-examples/" + name,
+                        "--out", str(tmp)], check=True, cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL)
+        os.replace(str(tmp) + ".json", str(out) + ".json")
+        os.replace(tmp, out)
     return out
 
 
