@@ -42,6 +42,7 @@ RENDERERS = {
     "busy_nodes": node_labels.busy_nodes,
     "node_label_patches": node_labels.node_label_patches,
     "mig_failed": node_labels.mig_failed,
+    "not_true": node_labels.not_true,
     # site.yml's closing summary (render_report.py).
     "team_lines": render_report.team_lines,
 }

@@ -123,3 +123,12 @@ def mig_failed(wait_results: list) -> list:
     the wait, one Node each)."""
     return [r["item"] for r in wait_results or []
             if r.get("resources") and _labels(r["resources"][0]).get(MIG_CONFIG_STATE) == "failed"]
+
+
+def not_true(resources: list, condition: str, names: list) -> list:
+    """Of ``names``, those missing from ``resources`` (one k8s_info list) or whose
+    ``condition`` is not True yet, e.g. ClusterQueues not Active."""
+    ready = {r["metadata"]["name"] for r in resources or []
+             if any(c.get("type") == condition and c.get("status") == "True"
+                    for c in (r.get("status") or {}).get("conditions") or [])}
+    return [n for n in names or [] if n not in ready]

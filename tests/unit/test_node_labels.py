@@ -71,3 +71,10 @@ def test_mig_failed():
                {"item": "b", "resources": [{"metadata": {"labels": {"nvidia.com/mig.config.state": "success"}}}]},
                {"item": "c", "skipped": True}]
     assert nl.mig_failed(results) == ["a"]
+
+
+def test_not_true_names_missing_and_inactive():
+    cqs = [{"metadata": {"name": "a"}, "status": {"conditions": [{"type": "Active", "status": "True"}]}},
+           {"metadata": {"name": "b"}, "status": {"conditions": [{"type": "Active", "status": "False"}]}},
+           {"metadata": {"name": "x"}}]
+    assert nl.not_true(cqs, "Active", ["a", "b", "c"]) == ["b", "c"]
