@@ -26,13 +26,56 @@ requirements:
   - PyYAML
 options:
   teams:
-    description: The teams, as in C(gpushare_teams).
+    description:
+      - The teams, as in C(gpushare_teams). Keys are checked by the planner, which names the
+        inventory path, the bad value and what is allowed (unknown keys included).
     type: list
     elements: dict
     required: true
+    suboptions:
+      name:
+        description: Team name (a DNS label); names its ClusterQueue, LocalQueue and priority class.
+        type: str
+        required: true
+      namespaces:
+        description: Namespaces of the team's workloads (one LocalQueue each); default the team name.
+        type: list
+        elements: str
+      priority:
+        description: WorkloadPriorityClass value of the team's workloads.
+        type: int
+      production:
+        description: The one production team; reclaims lent GPUs at once (C(reclaimWithinCohort=Any)).
+        type: bool
+        default: false
+      lend:
+        description: Lend idle owned quota to the cohort.
+        type: bool
+      borrow:
+        description: Borrow idle quota of other teams.
+        type: bool
+      borrowing_limit:
+        description: At most this many GPUs borrowed (per resource); none means unlimited.
+        type: int
+      lending_limit:
+        description: At most this many GPUs lent, a total over all pools.
+        type: int
+      members:
+        description: Groups bound to the team's namespaces (RoleBindings).
+        type: list
+        elements: str
   nodes:
     description:
-      - The GPU servers, host name to that host's C(gpushare_node).
+      - The GPU servers, inventory host name (the Kubernetes node name) to that host's
+        C(gpushare_node). Build it with the C(gpushare.cluster.inventory_nodes) filter.
+      - 'Each C(gpushare_node) has C(gpu_model) (catalogue key, alias, NVML name or PCI id; required),
+        C(gpu_count) (1..16; required), C(gpus) (per-GPU list, below), C(cpus), C(memory_gib),
+        C(host_driver) (bool: the driver is installed on the host, not by the GPU Operator) and
+        C(dra) (bool: the NVIDIA DRA driver serves this server).'
+      - 'Each entry of C(gpus) has C(index) (0..gpu_count-1; required), C(model), C(mode)
+        (auto, whole, mig, timeslice, mps), C(team), C(replicas), C(mig_layout) (profile to
+        count) and C(schedule), a list of windows with C(name), C(from) and C(until)
+        (quoted C("HH:MM")), C(mode), C(team) and C(replicas).'
     type: dict
     required: true
   workloads:
@@ -40,10 +83,90 @@ options:
     type: list
     elements: dict
     default: []
+    suboptions:
+      name:
+        description: Workload name (a DNS label).
+        type: str
+        required: true
+      team:
+        description: The owning team (a name in O(teams)).
+        type: str
+        required: true
+      kind:
+        description: What it is.
+        type: str
+        required: true
+        choices: [serving, notebook, training, batch]
+      sharing:
+        description: How it shares a GPU; the planner picks when unset.
+        type: str
+        choices: [whole, mig, timeslice, mps, dra]
+      isolation:
+        description: Isolation asked for, instead of O(workloads[].sharing) (full=whole, hardware=mig, none=timeslice).
+        type: str
+        choices: [full, hardware, none]
+      memory_gib:
+        description: GPU memory each replica needs, in GiB.
+        type: float
+      replicas:
+        description: Number of replicas.
+        type: int
+      gpus:
+        description: GPUs per replica.
+        type: int
+      gpu_model:
+        description: GPU model the workload needs (catalogue name).
+        type: str
+      mig_profile:
+        description: A fixed MIG profile (e.g. C(1g.18gb)) instead of one sized from O(workloads[].memory_gib).
+        type: str
+      device_request:
+        description: A DRA request served by the NVIDIA DRA driver.
+        type: dict
+        suboptions:
+          min_memory_gib:
+            description: The device must have at least this much memory.
+            type: float
+            required: true
   policy:
     description: Cluster-wide choices, as in C(gpushare_policy).
     type: dict
     default: {}
+    suboptions:
+      cluster_name:
+        description: Cluster name (a DNS label).
+        type: str
+        default: gpushare
+      kubernetes_distribution:
+        description: Which role installs Kubernetes.
+        type: str
+        choices: [kubeadm, microk8s]
+        default: kubeadm
+      cohort:
+        description: The Kueue Cohort of all team ClusterQueues.
+        type: str
+        default: gpushare
+      mig_leftover:
+        description: Carve MIG capacity no workload takes into slices for the GPU's team, or leave it.
+        type: str
+        choices: [carve, leave]
+        default: carve
+      cpu_memory_quota:
+        description: Leave CPU and memory out of the quotas, or size them per team.
+        type: str
+        choices: [ignore, proportional]
+        default: ignore
+      allow_disruption:
+        description: Cordon and drain nodes with GPU pods before a MIG layout change.
+        type: bool
+        default: false
+      timezone:
+        description: IANA time zone of the sharing windows.
+        type: str
+        default: UTC
+      gpu_prices:
+        description: Price per GPU model and hour, for the reports.
+        type: dict
   gpu_operator_namespace:
     description: Namespace of the GPU Operator, where its ConfigMaps are written.
     type: str
@@ -92,6 +215,40 @@ plan:
   description: The whole plan; its format is documented in docs/plan-format.md.
   returned: success
   type: dict
+  contains:
+    format:
+      description: Format version.
+      type: str
+      sample: gpushare.cluster/plan-v1
+    cluster:
+      description: Cluster-wide decisions (distribution, cohort, allow_disruption, time zone).
+      type: dict
+    nodes:
+      description: Each GPU server with its labels, GPUs (mode, team, MIG layout) and what it advertises.
+      type: list
+      elements: dict
+    teams:
+      description: Each team with its namespaces, queues, owned quota, priority, lending and borrowing.
+      type: list
+      elements: dict
+    kueue:
+      description: The Kueue configuration and objects (ResourceFlavors, Cohort, ClusterQueues, LocalQueues).
+      type: dict
+    dra:
+      description: DRA nodes and ResourceClaimTemplates.
+      type: dict
+    windows:
+      description: Each sharing window with its node labels and Kueue objects.
+      type: list
+      elements: dict
+    workloads:
+      description: Each workload with where it runs (GPU, MIG slice, time-sliced replica or DRA claim).
+      type: list
+      elements: dict
+    warnings:
+      description: Things that work but may surprise (e.g. idle capacity), one message each.
+      type: list
+      elements: str
 manifests:
   description:
     - The Kubernetes objects to apply, by stage (namespaces, gpu_operator, node_labels, dra_driver, kueue),
@@ -129,7 +286,7 @@ try:
     from ansible_collections.gpushare.cluster.plugins.module_utils.model import CLOCK
     from ansible_collections.gpushare.cluster.plugins.module_utils.plan import active_window, build_plan, local_clock
     from ansible_collections.gpushare.cluster.plugins.module_utils import (
-        render_manifests, render_report, render_svg)
+        mig_planner, render_manifests, render_report, render_svg)
     IMPORT_ERROR = None
 except ImportError:
     IMPORT_ERROR = traceback.format_exc()
@@ -170,6 +327,9 @@ def main():
     files += [{'path': 'manifests/' + f['path'], 'content': f['content']}
               for f in render_manifests.manifest_files(plan, namespace)]
     summary = render_report.split_table(plan)
+    # A MIG layout that a safety time limit stopped is kept, and said so in one line.
+    summary += [line for line in [mig_planner.summary_line(plan.get('mig_solve'))] + [
+        mig_planner.summary_line(w.get('mig_solve'), ' inside window %s' % w['name']) for w in plan['windows']] if line]
     if plan['windows']:
         summary.append('Sharing window %s: %s' % (
             'in force at %s %s' % (clock, plan['cluster']['timezone']) if clock else 'chosen',
