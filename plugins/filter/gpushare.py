@@ -41,6 +41,7 @@ RENDERERS = {
     "node_changes": node_labels.node_changes,
     "busy_nodes": node_labels.busy_nodes,
     "node_label_patches": node_labels.node_label_patches,
+    "mig_pending": node_labels.mig_pending,
     "mig_failed": node_labels.mig_failed,
     "not_true": node_labels.not_true,
     # site.yml's closing summary (render_report.py).

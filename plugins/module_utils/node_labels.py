@@ -67,18 +67,20 @@ def node_changes(live_nodes: list, planned: list) -> dict:
     return {"missing": missing, "mig_changes": mig_changes, "layout_since": since}
 
 
-def busy_nodes(pod_results: list, plan: dict, changes: dict, exclude_namespaces: list | tuple = ()) -> dict:
+def busy_nodes(pods: list, plan: dict, changes: dict, exclude_namespaces: list | tuple = ()) -> dict:
     """node -> the pods in the way of its MIG change (render_helm.pods_on_changing_gpus), for
-    the nodes that have any. ``pod_results`` are the loop results of one ``k8s_info`` of Pods
-    per changing node (``item`` the node, ``resources`` its pods)."""
+    the nodes that have any. ``pods`` is one list of the cluster's Pods (one k8s_info)."""
+    on_node: dict = {}
+    for pod in pods or []:
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node in changes["mig_changes"]:
+            on_node.setdefault(node, []).append(pod)
     busy = {}
-    for result in pod_results or []:
-        node = result["item"]
-        have, want = changes["mig_changes"][node]
-        pods = pods_on_changing_gpus(result.get("resources") or [], plan, node, have, want,
-                                     changes["layout_since"].get(node, ""), list(exclude_namespaces))
-        if pods:
-            busy[node] = pods
+    for node, (have, want) in changes["mig_changes"].items():
+        found = pods_on_changing_gpus(on_node.get(node, []), plan, node, have, want,
+                                      changes["layout_since"].get(node, ""), list(exclude_namespaces))
+        if found:
+            busy[node] = found
     return busy
 
 
@@ -118,11 +120,16 @@ def node_label_patches(live_nodes: list, planned: list, plan: dict, changes: dic
     return patches
 
 
-def mig_failed(wait_results: list) -> list:
-    """Nodes whose MIG Manager reported nvidia.com/mig.config.state=failed (loop results of
-    the wait, one Node each)."""
-    return [r["item"] for r in wait_results or []
-            if r.get("resources") and _labels(r["resources"][0]).get(MIG_CONFIG_STATE) == "failed"]
+def mig_pending(live_nodes: list, names: list) -> list:
+    """Of ``names``, the nodes whose MIG Manager has not reported success or failed yet."""
+    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE) for n in live_nodes or []}
+    return [n for n in names or [] if state.get(n) not in ("success", "failed")]
+
+
+def mig_failed(live_nodes: list, names: list) -> list:
+    """Of ``names``, the nodes whose MIG Manager reported nvidia.com/mig.config.state=failed."""
+    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE) for n in live_nodes or []}
+    return [n for n in names or [] if state.get(n) == "failed"]
 
 
 def not_true(resources: list, condition: str, names: list) -> list:

@@ -29,7 +29,7 @@ HELM = ("gpu_operator_values", "dra_driver_values", "kueue_values", "kueue_manag
         "kube_prometheus_values", "gpu_pods", "config_hash", "dra_mig_layout_hash", "unmanaged",
         "window_flavors", "prune_candidates", "pods_on_changing_gpus", "gpu_layout_since")
 MONITORING = ("monitoring_objects", "prometheus_rule", "team_dashboard", "dashboard_configmap")
-NODE_LABELS = ("node_changes", "busy_nodes", "node_label_patches", "mig_failed", "not_true")
+NODE_LABELS = ("node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed", "not_true")
 
 
 def _json(value):

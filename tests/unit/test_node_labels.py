@@ -66,11 +66,18 @@ def test_missing_nodes_and_mig_changes():
     assert patch["metadata"]["annotations"]["gpushare.cluster/gpu-layout-since"] == '{"0":"2026-01-01T00:00:00Z"}'
 
 
-def test_mig_failed():
-    results = [{"item": "a", "resources": [{"metadata": {"labels": {"nvidia.com/mig.config.state": "failed"}}}]},
-               {"item": "b", "resources": [{"metadata": {"labels": {"nvidia.com/mig.config.state": "success"}}}]},
-               {"item": "c", "skipped": True}]
-    assert nl.mig_failed(results) == ["a"]
+def test_mig_pending_and_failed():
+    nodes = [{"metadata": {"name": n, "labels": {"nvidia.com/mig.config.state": st}}}
+             for n, st in (("a", "failed"), ("b", "success"), ("c", "pending"))]
+    assert nl.mig_pending(nodes, ["a", "b", "c", "d"]) == ["c", "d"]
+    assert nl.mig_failed(nodes, ["a", "b", "c"]) == ["a"]
+
+
+def test_busy_nodes_only_pods_on_changing_nodes():
+    pods = [{"metadata": {"namespace": "t", "name": "p"}, "spec": {"nodeName": "other", "containers": [
+        {"resources": {"limits": {"nvidia.com/gpu": "1"}}}]}}]
+    changes = {"mig_changes": {"n1": ["all-disabled", "x"]}, "layout_since": {"n1": ""}}
+    assert nl.busy_nodes(pods, PLAN, changes) == {}
 
 
 def test_not_true_names_missing_and_inactive():
