@@ -1,5 +1,5 @@
 """Shared fixtures of the twin tests: the client, the Plan of the example day, and the Plan
-applied to the twin by the kueue role (ansible-playbook of tests/twin/apply-plan.yml)."""
+applied to the twin by ansible-playbook playbooks/site.yml (its plan play and GPU stack)."""
 from __future__ import annotations
 
 import json
@@ -55,20 +55,39 @@ def write_results(name: str, results: dict) -> None:
     print(json.dumps(results, indent=2))
 
 
-def run_playbook(inventory: Path, at: str = "08:00", check: bool = True, roles: tuple = ()) -> dict:
-    """ansible-playbook tests/twin/apply-plan.yml for the state in force at ``at`` (simulated
-    time of day), with only ``roles`` if given. Returns the recap counts, stdout and seconds;
-    asserts success if ``check``."""
+# What the twin cannot install (it runs Kueue as a process and has no GPU Operator, DRA driver
+# or Prometheus): the install switches users set when those are installed another way.
+NO_INSTALL = {"gpu_operator_install": False, "dra_driver_install": False, "kueue_install": False,
+              "monitoring_install": False, "gpu_operator_mig_wait_delay": 1, "gpu_operator_mig_wait_retries": 60,
+              "kueue_wait_delay": 1, "kueue_wait_retries": 60}
+TWIN_BIN = Path(os.environ.get("GPUSHARE_TWIN_CACHE", Path.home() / ".cache" / "gpushare-twin")) / "bin"
+
+
+def site_command(inventory: Path, tags: list, extra: dict, at: str | None = "08:00") -> tuple[list, dict]:
+    """The command line and environment of ``ansible-playbook playbooks/site.yml`` (the
+    playbook users run, not a copy) against the twin: the plan play and the GPU stack stages
+    in ``tags``, the twin's kubeconfig, artifacts in the twin's state directory, the sharing
+    window in force at ``at`` (simulated time of day), the twin's helm on PATH."""
     bindir = Path(sys.executable).parent
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ.get('PATH', '')}",
-               ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1")
+    env = dict(os.environ, PATH=f"{bindir}:{TWIN_BIN}:{os.environ.get('PATH', '')}",
+               ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1")
+    variables = {"gpushare_kubeconfig": str(state_dir() / "admin.kubeconfig"),
+                 "gpushare_artifacts_dir": str(state_dir() / "artifacts" / inventory.name), **extra}
+    if at is not None:
+        variables["gpushare_window_at"] = at
     cmd = [str(bindir / "ansible-playbook") if (bindir / "ansible-playbook").exists()
-           else "ansible-playbook", "-i", str(inventory), "tests/twin/apply-plan.yml",
-           "-e", f"twin_kubeconfig={state_dir() / 'admin.kubeconfig'}", "-e", f"gpushare_window_at={at}"]
-    if roles:
-        cmd += ["-e", json.dumps({"twin_roles": list(roles)})]
+           else "ansible-playbook", "-i", str(inventory / "hosts.yml"), "playbooks/site.yml",
+           "--tags", ",".join(["plan"] + list(tags)), "-e", json.dumps(variables)]
+    return cmd, env
+
+
+def site_playbook(inventory: Path, tags: list, extra: dict, at: str | None = "08:00",
+                  check: bool = True, timeout: int = 900) -> dict:
+    """Runs site_command; returns the recap counts, stdout, rc and seconds; asserts success
+    if ``check``."""
+    cmd, env = site_command(inventory, tags, extra, at)
     start = time.monotonic()
-    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
+    proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=timeout, check=False)
     seconds = time.monotonic() - start
     recap = re.search(r"^localhost\s+:\s+(.*)$", proc.stdout, re.M)
     if check:
@@ -76,6 +95,13 @@ def run_playbook(inventory: Path, at: str = "08:00", check: bool = True, roles: 
         assert recap, proc.stdout[-3000:]
     counts = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", recap.group(1))} if recap else {}
     return {"counts": counts, "stdout": proc.stdout, "rc": proc.returncode, "seconds": round(seconds, 1)}
+
+
+def run_playbook(inventory: Path, at: str = "08:00", check: bool = True, roles: tuple = ()) -> dict:
+    """site.yml's GPU stack for the state in force at ``at``, with only ``roles`` if given
+    (default gpu_operator, dra_driver, kueue), nothing installed (NO_INSTALL)."""
+    return site_playbook(inventory, list(roles or ("gpu_operator", "dra_driver", "kueue")), NO_INSTALL,
+                         at=at, check=check)
 
 
 @pytest.fixture(scope="session")

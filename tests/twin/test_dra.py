@@ -5,7 +5,7 @@ four L4, 23034 MiB each, and dra-h200-01 with one H200, 143771 MiB; the workload
 long-context-eval with `device_request: {min_memory_gib: 40}`). dra_devices.py makes the
 KWOK nodes, the ResourceSlices the NVIDIA DRA driver would publish and the chart's
 DeviceClasses; the Plan's ResourceClaimTemplate is applied by the dra_driver role
-(tests/twin/apply-plan.yml with only that role; a second run changes nothing). The pods are plain Pods without a Kueue queue label (Kueue leaves
+(playbooks/site.yml with only that stage; a second run changes nothing). The pods are plain Pods without a Kueue queue label (Kueue leaves
 them alone) that use the template through spec.resourceClaims[].resourceClaimTemplateName;
 KWOK runs a bare pod until it is deleted (its pod-complete stage only applies to Job pods).
 

@@ -10,7 +10,7 @@ carries kueue.x-k8s.io/queue-name; KWOK runs its pod without a container.
     09:30 embeddings, classifier, speech-to-text (their MIG profiles) are admitted
     10:00 five notebooks (nvidia.com/mig-7g.141gb.shared: 1 each) are admitted
     13:00 the fine-tune (training, nvidia.com/gpu: 2) waits: insufficient quota
-    19:00 the notebooks close; the roles run as scheduled (tests/twin/apply-plan.yml at
+    19:00 the notebooks close; the roles run as scheduled (playbooks/site.yml at
           19:00): the plan module picks the night window, gpu_operator relabels gpu01 (GPU 2
           whole; the stand-in re-partitions and re-advertises), kueue applies the night
           ClusterQueues; the fine-tune is admitted, borrowing data-science's GPU, on gpu01

@@ -2,39 +2,35 @@
 re-running: the re-run succeeds, the run after it changes nothing, and the twin holds the
 state the Plan asks for.
 
-Each run is tests/twin/apply-plan.yml (gpu_operator, kueue roles) switching the sharing
+Each run is playbooks/site.yml (gpu_operator, kueue stages) switching the sharing
 window; tests/twin/restart.sh SIGKILLs the process at a chosen task (TRIGGER), keeps it down
 2 s and starts it again with the same command. Runs after the example
 day (the twin is then in the base state) and leaves the base state behind.
 """
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 import time
 
 import pytest
 
-from conftest import EXAMPLE, ROOT, run_playbook, write_results
+from conftest import EXAMPLE, NO_INSTALL, ROOT, run_playbook, site_command, write_results
 from twinclient import is_true
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 # When each crash happens: kube-apiserver as the gpu_operator role patches the node's labels
 # (the MIG change), Kueue as the kueue role applies its objects (its webhooks refuse then).
-TRIGGER = {"kube-apiserver": "TASK [gpushare.cluster.gpu_operator : Labels | Patch the planned labels",
+TRIGGER = {"kube-apiserver": "TASK [gpushare.cluster.gpu_operator : Labels | Patch the nodes whose labels change",
            "kueue": "TASK [gpushare.cluster.kueue : Apply | ResourceFlavors"}
 RESULTS: dict = {}
 
 
 def interrupted_run(component: str, at: str) -> dict:
-    """apply-plan.yml at ``at``, with ``component`` crashed and restarted when its TRIGGER prints."""
-    bindir = os.path.dirname(sys.executable)
-    env = dict(os.environ, PATH=f"{bindir}:{os.environ.get('PATH', '')}", ANSIBLE_NOCOLOR="1",
-               PYTHONUNBUFFERED="1", TWIN_PYTHON=sys.executable)
-    cmd = [os.path.join(bindir, "ansible-playbook"), "-i", str(EXAMPLE), "tests/twin/apply-plan.yml",
-           "-e", f"twin_kubeconfig={os.environ.get('GPUSHARE_TWIN_STATE', '/tmp/gpushare-twin')}/admin.kubeconfig",
-           "-e", f"gpushare_window_at={at}"]
+    """site.yml (gpu_operator, kueue) at ``at``, with ``component`` crashed and restarted when
+    its TRIGGER prints."""
+    cmd, env = site_command(EXAMPLE, ["gpu_operator", "kueue"], NO_INSTALL, at)
+    env["TWIN_PYTHON"] = sys.executable
     restarted = None
     with subprocess.Popen(cmd, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
         out = []

@@ -1,6 +1,6 @@
 """The kueue role applied to the twin with kubernetes.core, as on a real cluster.
 
-tests/twin/apply-plan.yml runs the plan module and the kueue role (kueue_install: false,
+playbooks/site.yml runs the plan play and the GPU stack roles (kueue_install: false,
 the twin runs Kueue as a process) against the twin's kubeconfig. The objects must be
 accepted by the apiserver and Kueue's webhooks, the ClusterQueues become Active, a second
 run changes nothing, and a team that leaves the inventory loses its Kueue objects (prune).
