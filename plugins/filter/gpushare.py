@@ -16,7 +16,8 @@ import json
 
 from ansible.errors import AnsibleFilterError
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import node_labels, render_helm, render_monitoring, render_report
+from ansible_collections.gpushare.cluster.plugins.module_utils import (
+    constants, node_labels, render_helm, render_monitoring, render_report)
 
 # filter name -> renderer function
 RENDERERS = {
@@ -44,6 +45,8 @@ RENDERERS = {
     "mig_pending": node_labels.mig_pending,
     "mig_failed": node_labels.mig_failed,
     "not_true": node_labels.not_true,
+    # The managed-by label, defined once (constants.py), for the roles' objects and selectors.
+    "managed_label": constants.managed_label,
     # site.yml's closing summary (render_report.py).
     "team_lines": render_report.team_lines,
 }

@@ -12,9 +12,10 @@ the requested amount qualifies.
 
 from __future__ import annotations
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_LABEL  # noqa: F401 (re-exported)
+
 API = "resource.k8s.io/v1"
 DEVICE_CLASS = "gpu.nvidia.com"
-MANAGED_LABEL = {"app.kubernetes.io/managed-by": "gpushare.cluster"}
 
 
 def memory_selector(min_gib: float) -> str:

@@ -26,11 +26,11 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import sharing_planner
+from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_LABEL  # noqa: F401 (re-exported)
 
 API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
 MODEL_LABEL = "gpushare.cluster/gpu-model"
-MANAGED_LABEL = {"app.kubernetes.io/managed-by": "gpushare.cluster"}
 CPU_MEMORY_FLAVOR = "cpu-memory"
 DRA_RESOURCE = "gpushare.cluster/dra-gpu"
 # What a team's lending_limit counts: whole GPUs, through the device plugin or DRA.

@@ -22,12 +22,14 @@ try:
 except ImportError:     # ansible-core depends on PyYAML; this only keeps `import` sanity quiet
     yaml = None
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.constants import (  # noqa: F401 (MANAGED_LABEL re-exported)
+    MANAGED_BY_KEY, MANAGED_BY_VALUE, MANAGED_LABEL)
+
 # The ConfigMaps render_manifests writes (the gpu_operator role applies them before the chart).
 MIG_CONFIGMAP = "gpushare-mig-config"
 DEVICE_PLUGIN_CONFIGMAP = "gpushare-device-plugin-config"
 DEVICE_PLUGIN_DEFAULT_KEY = "default"
 DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
-MANAGED_LABEL = {"app.kubernetes.io/managed-by": "gpushare.cluster"}
 
 # NVIDIA/cloud-native-docs gpu-operator/getting-started.rst, "MicroK8s"; the microk8s
 # role records the same paths as facts (microk8s_runtime_paths).
@@ -420,7 +422,7 @@ def object_key(obj: dict) -> str:
 def unmanaged(objects: list) -> list[str]:
     """Keys of the objects lacking app.kubernetes.io/managed-by=gpushare.cluster."""
     return [object_key(o) for o in objects or []
-            if (o["metadata"].get("labels") or {}).get("app.kubernetes.io/managed-by") != "gpushare.cluster"]
+            if (o["metadata"].get("labels") or {}).get(MANAGED_BY_KEY) != MANAGED_BY_VALUE]
 
 
 def window_flavors(plan: dict) -> list[str]:

@@ -14,8 +14,8 @@ except ImportError:     # ansible-core depends on PyYAML; this only keeps `impor
     yaml = None
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.render_helm import kueue_manager_config
+from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_LABEL  # noqa: F401 (re-exported)
 
-MANAGED_LABEL = {"app.kubernetes.io/managed-by": "gpushare.cluster"}
 MIG_CONFIGMAP = "gpushare-mig-config"
 DEVICE_PLUGIN_CONFIGMAP = "gpushare-device-plugin-config"
 GPU_OPERATOR_NAMESPACE = "gpu-operator"

@@ -34,8 +34,8 @@ import json
 import re
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_LABEL  # noqa: F401 (re-exported)
 
-MANAGED_LABEL = {"app.kubernetes.io/managed-by": "gpushare.cluster"}
 PROMETHEUS_RULE_NAME = "gpushare-gpu-sharing"
 DASHBOARD_CONFIGMAP = "gpushare-dashboard-gpu-sharing"
 DASHBOARD_UID = "gpushare-by-team"

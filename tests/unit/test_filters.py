@@ -37,7 +37,7 @@ def _json(value):
 
 
 def test_filter_names_map_to_the_renderers():
-    assert set(FILTERS) == set(HELM) | set(MONITORING) | set(NODE_LABELS) | {"inventory_nodes", "team_lines"}
+    assert set(FILTERS) == set(HELM) | set(MONITORING) | set(NODE_LABELS) | {"inventory_nodes", "team_lines", "managed_label"}
     for name in NODE_LABELS:
         assert FILTERS[name].__wrapped__ is getattr(node_labels, name), name
     for name in HELM:

@@ -1,0 +1,19 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Names shared by the planners, the renderers and (through the ``managed_label`` filter) the
+roles: defined once here."""
+
+from __future__ import annotations
+
+MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
+MANAGED_BY_VALUE = "gpushare.cluster"
+# The label on every object the collection applies; pruning lists only objects carrying it.
+MANAGED_LABEL = {MANAGED_BY_KEY: MANAGED_BY_VALUE}
+# The same as a label selector (kubectl -l, k8s_info label_selectors).
+MANAGED_SELECTOR = "%s=%s" % (MANAGED_BY_KEY, MANAGED_BY_VALUE)
+
+
+def managed_label(_unused=None, selector: bool = False):
+    """The managed-by label as a mapping ({key: value}), or as a selector "key=value" with
+    ``selector=True``; the value piped in is ignored (``{{ none | gpushare.cluster.managed_label }}``)."""
+    return MANAGED_SELECTOR if selector else dict(MANAGED_LABEL)
