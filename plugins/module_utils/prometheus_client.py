@@ -2,21 +2,25 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """A small client for the Prometheus HTTP API (``/api/v1/query``, ``/api/v1/query_range``).
 
-Standard library only (urllib, ssl, json): the advisor runs on the controller and must not
-pull in a heavy dependency. Every failure becomes ``PrometheusError`` with a message that
-says what was tried, what went wrong and what to change; no traceback reaches the user.
+Transport through ``ansible.module_utils.urls.open_url`` (TLS verification, CA bundle,
+client certificates), no other dependency: the advisor runs on the controller. Every failure
+becomes ``PrometheusError`` with a message that says what was tried, what went wrong and what
+to change; no traceback reaches the user.
 API reference: https://prometheus.io/docs/prometheus/2.42/querying/api/
 """
 
 from __future__ import annotations
 
 import base64
+import http.client
 import json
+import os
 import socket
 import ssl
 import urllib.error
 import urllib.parse
-import urllib.request
+
+from ansible.module_utils.urls import SSLValidationError, open_url
 
 # Prometheus refuses a range query of more than 11,000 points per series
 # (web/api/v1/api.go, "exceeded maximum resolution of 11,000 points per timeseries").
@@ -46,18 +50,12 @@ class PrometheusClient:
         elif username is not None:
             pair = ("%s:%s" % (username, password or "")).encode()
             self.headers["Authorization"] = "Basic " + base64.b64encode(pair).decode()
-        self.context = None
-        if parsed.scheme == "https":
-            try:
-                self.context = ssl.create_default_context(cafile=ca_path) if ca_path else ssl.create_default_context()
-                if not validate_certs:
-                    self.context.check_hostname = False
-                    self.context.verify_mode = ssl.CERT_NONE
-                if client_cert:
-                    self.context.load_cert_chain(client_cert, client_key)
-            except (OSError, ssl.SSLError) as exc:
-                raise PrometheusError("cannot load the TLS files for %s (ca_path %r, client_cert %r, client_key %r): %s"
-                                      % (self.url, ca_path, client_cert, client_key, exc)) from None
+        for what, path in (("ca_path", ca_path), ("client_cert", client_cert), ("client_key", client_key)):
+            if path and not os.path.isfile(path):
+                raise PrometheusError("cannot load the TLS files for %s: %s %s is not a readable file"
+                                      % (self.url, what, path))
+        self.tls = {"validate_certs": validate_certs, "ca_path": ca_path, "client_cert": client_cert,
+                    "client_key": client_key}
 
     # -- the two API calls -------------------------------------------------------------
 
@@ -89,18 +87,22 @@ class PrometheusClient:
 
     def _get(self, path: str, params: dict, expr: str) -> list:
         address = self.url + path + "?" + urllib.parse.urlencode(params)
-        request = urllib.request.Request(address, headers=self.headers)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self.context) as response:
-                body = response.read()
+            response = open_url(address, headers=self.headers, timeout=self.timeout, follow_redirects="safe",
+                                **self.tls)
+            body = response.read()
         except urllib.error.HTTPError as exc:
             raise PrometheusError(self._http_message(exc, path, expr)) from None
+        except SSLValidationError as exc:
+            raise PrometheusError("TLS certificate of %s not trusted: %s; give the CA with gpushare_prometheus_ca_path, "
+                                  "or (only for a test server) gpushare_prometheus_validate_certs=false"
+                                  % (self.url, str(exc).split("\n", 1)[0])) from None
         except urllib.error.URLError as exc:
             raise PrometheusError(self._url_message(exc.reason)) from None
         except (socket.timeout, TimeoutError):
             raise PrometheusError("Prometheus at %s did not answer %s within %s s (query %s); raise the timeout "
                                   "or ask for fewer days" % (self.url, path, self.timeout, expr)) from None
-        except (ssl.SSLError, ConnectionError, OSError) as exc:
+        except (ssl.SSLError, ConnectionError, http.client.HTTPException, OSError) as exc:
             raise PrometheusError(self._url_message(exc)) from None
         return self._decode(body, path, expr)
 

@@ -9,22 +9,19 @@ from __future__ import annotations
 import difflib
 from html import escape
 
-import yaml
-
 from ansible_collections.gpushare.cluster.plugins.module_utils.render_svg import PALETTE
 
 CHART_W, CHART_H, PAD_L, PAD_B = 640, 150, 48, 22
 
 
-class _Dumper(yaml.SafeDumper):
-    """Block style, lists indented under their key (yamllint's default)."""
-
-    def increase_indent(self, flow=False, indentless=False):
-        return super().increase_indent(flow, False)
-
-
 def to_yaml(data) -> str:
-    return yaml.dump(data, Dumper=_Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=110)
+    """Block-style YAML with lists indented under their key (yamllint's default)."""
+    import yaml   # lazily: the plan module's own requirement, absent in ansible-test's import test
+
+    class Dumper(yaml.SafeDumper):   # pylint: disable=too-many-ancestors
+        def increase_indent(self, flow=False, indentless=False):
+            return super().increase_indent(flow, False)
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=110)
 
 
 def workloads_file(advice: dict) -> str:
@@ -219,9 +216,9 @@ def report_markdown(advice: dict, change_lines: list[str], plan_check: str) -> s
               "| team | GPUs in use (p%g) | max | mean | quota proposed | owns now | idle hours |" % (
                   advice["settings"]["quota_percentile"]), "|---|---|---|---|---|---|---|"]
     for t in advice["teams"]:
-        lines.append("| %s | %s | %s | %s | %d | %d | %s |" % (t["team"], t["gpus_in_use_p"], t["gpus_in_use_max"],
-                                                           t["gpus_in_use_mean"], t["quota_proposed"],
-                                                           t["gpus_owned_now"], _hours(t["idle_hours"])))
+        lines.append("| %s | %s | %s | %s | %d | %d | %s |" % (
+            t["team"], t["gpus_in_use_p"], t["gpus_in_use_max"], t["gpus_in_use_mean"], t["quota_proposed"],
+            t["gpus_owned_now"], _hours(t["idle_hours"])))
     lines += ["", "GPUs in use: whole GPUs, MIG slices as their share of the card, a time-sliced GPU once.", ""]
     lines += ["## Sharing windows", ""]
     if advice["windows"]:
@@ -236,8 +233,8 @@ def report_markdown(advice: dict, change_lines: list[str], plan_check: str) -> s
         lines += ["Does not fit the current servers: " + "; ".join(advice["buy"]["short"]) + ".", ""]
     lines += ["| model | cards for the demand | owned | to buy | cost |", "|---|---|---|---|---|"]
     for row in advice["buy"]["options"][:8]:
-        lines.append("| %s | %d | %d | %d | %s |" % (row["model"], row["cards"], row["owned"], row["to_buy"],
-                                                    "%g" % row["cost"] if "cost" in row else "-"))
+        cost = "%g" % row["cost"] if "cost" in row else "-"
+        lines.append("| %s | %d | %d | %d | %s |" % (row["model"], row["cards"], row["owned"], row["to_buy"], cost))
     if not advice["buy"]["priced"]:
         lines += ["", "Give `gpushare_policy.gpu_prices` (model: price of one card) to rank by cost."]
     lines += ["", "## Changes against the current inventory", ""]

@@ -201,15 +201,15 @@ def fetch_usage(client, end: float, settings: Settings) -> UsageData:
         raise AdviceError(
             "%s has no dcgm-exporter series (%s, %s, %s) in the last %d days: is dcgm-exporter scraped by this "
             "Prometheus (ServiceMonitor of the GPU Operator, label release of the Prometheus operator) and is the "
-            "retention at least %d days?" % (client.url, METRIC_MEMORY, METRIC_ACTIVE, METRIC_UTIL, settings.days,
-                                              settings.days))
+            "retention at least %d days?"
+            % (client.url, METRIC_MEMORY, METRIC_ACTIVE, METRIC_UTIL, settings.days, settings.days))
     have_active = present(METRIC_ACTIVE) > 0
     have_util = present(METRIC_UTIL) > 0
     if not have_active and not have_util:
         raise AdviceError("%s has %s but neither %s nor %s in the last %d days: without activity no compute "
                           "need can be measured; enable the DCP metrics in dcgm-exporter's metrics CSV "
-                          "(dcp-metrics-included.csv)" % (client.url, METRIC_MEMORY, METRIC_ACTIVE, METRIC_UTIL,
-                                                         settings.days))
+                          "(dcp-metrics-included.csv)"
+                          % (client.url, METRIC_MEMORY, METRIC_ACTIVE, METRIC_UTIL, settings.days))
     if present(METRIC_OWNER) == 0:
         raise AdviceError("%s has no %s series in the last %d days: kube-state-metrics tells which Deployment, "
                           "StatefulSet or Job a pod belongs to; scrape kube-state-metrics (kube-prometheus-stack "
@@ -600,12 +600,11 @@ def _choice(ctx: _Context, svc: _Service, f: dict, kind: str) -> dict:
         usable = card.memory_mib if card else need
         sharers = max(2, f["replicas"])
         pool_gpus = max(1, int(math.ceil(sharers * need / usable)))
+        why = ("%d sharers of %.1f GiB each fit %d %s card%s; time-slicing (each of k sharers gets 1/k of the card, "
+               "about 7 %% lost to switching)" % (sharers, need / 1024.0, pool_gpus, card.key if card else "GPU",
+                                                  "" if pool_gpus == 1 else "s"))
         out.update(sharing="timeslice", replicas=sharers, pool_gpus=pool_gpus,
-                   gpu_replicas=min(64, max(2, int(math.ceil(sharers / pool_gpus)))),
-                   why="%d sharers of %.1f GiB each fit %d %s card%s; time-slicing (each of k sharers gets 1/k of "
-                       "the card, about 7 %% lost to switching)" % (sharers, need / 1024.0, pool_gpus,
-                                                                   card.key if card else "GPU",
-                                                                   "" if pool_gpus == 1 else "s"))
+                   gpu_replicas=min(64, max(2, int(math.ceil(sharers / pool_gpus)))), why=why)
         return out
     if kind in ("training", "batch"):
         per_gpu = card.memory_mib if card else need
@@ -791,7 +790,7 @@ def _chart_data(ctx: _Context, f: dict, sl: slice) -> dict:
             ok = ~np.isnan(blocks).all(axis=1)
             out = np.full(blocks.shape[0], np.nan)
             out[ok] = np.nanmean(blocks[ok], axis=1)
-        return [None if v != v else v for v in np.round(out, 3).tolist()]    # v != v: NaN
+        return [None if math.isnan(v) else v for v in np.round(out, 3).tolist()]
     return {"start": _iso(ctx.usage, sl.start), "hours": n // per,
             "memory_gib": hourly(f["mem_total"] / 1024.0), "gpus_active": hourly(f["act_total"])}
 
@@ -920,7 +919,7 @@ def _propose(ctx: _Context, results: list[dict], teams: list[dict], services: di
         card = gpu_catalog.CATALOG[model_key]
         bins: list[Counter] = []
         owners: list[Counter] = []
-        slices = sorted(((card.profile(r["mig_profile"]), r) for r in group for _ in range(r["replicas"])),
+        slices = sorted(((card.profile(r["mig_profile"]), r) for r in group for _replica in range(r["replicas"])),
                         key=lambda pr: -pr[0].size)
         for profile, r in slices:
             for b, o in zip(bins, owners):
@@ -1113,7 +1112,9 @@ def _buy(ctx: _Context, advised: list[dict], windows: list[dict], unplaced: list
             row["price"] = prices[card.key]
             row["cost"] = round(prices[card.key] * cards, 2)
         rows.append(row)
-    owned = Counter(n.model for n in ctx.inventory.nodes for _ in n.gpus)
+    owned = Counter()
+    for node in ctx.inventory.nodes:
+        owned[node.model] += len(node.gpus)
     rows.sort(key=lambda r: (r.get("cost", float("inf")), r["cards"], r["model"]))
     for row in rows:
         row["owned"] = owned.get(row["model"], 0)

@@ -434,8 +434,8 @@ def inventory_copy(inventory_dir, proposal, advice):
 
 
 def summary(advice, change_lines, plan_check):
-    lines = ['Advice from %s, %s to %s (%s days)' % (advice['source'], advice['window']['from'],
-                                                    advice['window']['until'], advice['window']['days'])]
+    window = advice['window']
+    lines = ['Advice from %s, %s to %s (%s days)' % (advice['source'], window['from'], window['until'], window['days'])]
     for s in advice['services']:
         if s.get('status') == 'ok':
             lines.append('%-20s %-12s %-9s -> %s' % (s['name'], s.get('team') or '?', s['kind'],

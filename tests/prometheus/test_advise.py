@@ -131,7 +131,7 @@ def _svc(advice: dict, name: str) -> dict:
 
 
 def test_example_day_proposals(advised):
-    _out, advice, _ = advised
+    advice = advised[1]
     got = {s["name"]: (s["status"], s.get("kind"), s.get("sharing")) for s in advice["services"]}
     assert got["vllm-chat"] == ("ok", "serving", "whole"), _svc(advice, "vllm-chat")
     for name in ("embeddings", "classifier", "speech-to-text"):
@@ -151,7 +151,7 @@ def test_example_day_proposals(advised):
 
 
 def test_evidence_matches_what_was_generated(advised, truth):
-    _out, advice, _ = advised
+    advice = advised[1]
     for name, t in truth["workloads"].items():
         s = _svc(advice, name)
         assert s["team"] == t["team"]
@@ -166,7 +166,7 @@ def test_evidence_matches_what_was_generated(advised, truth):
 
 
 def test_files_and_report(advised):
-    out, advice, _ = advised
+    out, advice = advised[0], advised[1]
     report = (out / "report.md").read_text()
     for name in ("vllm-chat", "embeddings", "classifier", "speech-to-text", "notebooks", "fine-tune"):
         assert "### %s" % name in report
@@ -182,7 +182,7 @@ def test_files_and_report(advised):
 
 
 def test_plan_accepts_the_proposal_as_it_is(advised, tmp_path):
-    out, advice, _ = advised
+    out, advice = advised[0], advised[1]
     rc, _result, text = run_playbook("plan.yml", out / "inventory", "-e", "gpushare_plan_dir=%s" % tmp_path)
     assert rc == 0, text[-4000:]
     plan = json.loads((tmp_path / "plan.json").read_text())
@@ -193,7 +193,7 @@ def test_plan_accepts_the_proposal_as_it_is(advised, tmp_path):
 
 
 def test_second_run_changes_nothing_and_check_mode_writes_nothing(advised, prometheus, tmp_path):
-    out, _advice, _ = advised
+    out = advised[0]
     rc, result, text = advise(prometheus, out)
     assert rc == 0, text[-3000:]
     assert result["stats"]["localhost"]["changed"] == 0

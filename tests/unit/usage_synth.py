@@ -121,7 +121,7 @@ def example_day(days: int = 28, seed: int = 1, duplicate_shared: bool = False, c
             if s.node == gap_node:
                 hole = (b.t > b.start + 3 * DAY) & (b.t < b.start + 8 * DAY)
                 for name in ("fb_used", "active"):
-                        arr = getattr(s, name)
-                        if arr is not None:
-                            arr[hole[s.offset:s.offset + len(arr)]] = np.nan
+                    arr = getattr(s, name)
+                    if arr is not None:
+                        arr[hole[s.offset:s.offset + len(arr)]] = np.nan
     return b.usage()
