@@ -129,7 +129,8 @@ play() {  # log-name [ansible-playbook args...]
   local name=$1; shift
   local t0; t0=$(date +%s)
   set +e
-  ANSIBLE_FORCE_COLOR=0 ansible-playbook -i tests/kubeadm/inventory playbooks/kubernetes.yml "$@" \
+  ANSIBLE_FORCE_COLOR=0 ANSIBLE_PIPELINING=true ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks \
+    ansible-playbook -i tests/kubeadm/inventory playbooks/kubernetes.yml "$@" \
     > "$state/$name.log" 2>&1
   local rc=$?
   set -e

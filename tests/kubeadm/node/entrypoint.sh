@@ -9,6 +9,16 @@ set -eu
 for target in $(findmnt -rn -t cgroup,cgroup2 -o TARGET); do
   mount -o remount,bind,rw "$target"
 done
+# kubelet sets three kernel-wide sysctls when they differ from what it wants
+# (vm.overcommit_memory=1, kernel.panic=10, kernel.panic_on_oops=1). They are not
+# namespaced: written from here they would change the test machine's kernel. Each node
+# sees a file with kubelet's value instead (what lxcfs does for /proc files).
+mkdir -p /etc/gpushare-node-sysctl
+for setting in vm/overcommit_memory=1 kernel/panic=10 kernel/panic_on_oops=1; do
+  file=/etc/gpushare-node-sysctl/$(echo "${setting%%=*}" | tr / .)
+  echo "${setting#*=}" > "$file"
+  mount --bind "$file" "/proc/sys/${setting%%=*}"
+done
 # Volumes with mount propagation (kubelet, CSI) need a shared root mount.
 mount --make-rshared /
 exec "$@"
