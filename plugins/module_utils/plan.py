@@ -54,6 +54,8 @@ def build_plan(variables: dict) -> dict:
         "dra": {"claim_templates": state["claim_templates"], "nodes": [n["name"] for n in state["nodes"] if n["dra"]]},
         "windows": windows,
         "warnings": state["warnings"],
+        # How the MIG layout was solved; exact unless a safety time limit stopped it (mig_planner.MigSolve).
+        "mig_solve": state["mig_solve"],
     }
 
 
@@ -66,7 +68,8 @@ def _plan_state(inventory: Inventory, problems: Problems, suffix: str) -> dict:
     warnings: list[str] = []
     sharing = {n.name: sharing_planner.node_sharing(n.model, {g.index: g.mode for g in n.gpus},
                                                     {g.index: g.replicas for g in n.gpus}) for n in inventory.nodes}
-    layouts = _plan_mig(inventory, sharing, problems)
+    mig_solve = mig_planner.MigSolve()
+    layouts = _plan_mig(inventory, sharing, problems, mig_solve)
     problems.raise_if_any()
     whole_team = _assign_whole_gpus(inventory, layouts, sharing)
     nodes = [_node_record(n, sharing[n.name], layouts, whole_team, suffix) for n in inventory.nodes]
@@ -84,6 +87,7 @@ def _plan_state(inventory: Inventory, problems: Problems, suffix: str) -> dict:
         "kueue": kueue,
         "claim_templates": dra_claims.plan_claims(inventory.workloads, inventory.teams),
         "warnings": warnings,
+        "mig_solve": mig_solve.as_dict(),
     }
 
 
@@ -91,7 +95,7 @@ def _mig_models(inventory: Inventory) -> tuple[str, ...]:
     return tuple(sorted({n.model for n in inventory.nodes if CATALOG[n.model].mig_capable and not n.dra}))
 
 
-def _plan_mig(inventory: Inventory, sharing, problems: Problems) -> dict:
+def _plan_mig(inventory: Inventory, sharing, problems: Problems, solve=None) -> dict:
     candidates = []
     layouts = {}
     for node in inventory.nodes:
@@ -138,7 +142,8 @@ def _plan_mig(inventory: Inventory, sharing, problems: Problems) -> dict:
         demands += [mig_planner.MigDemand(w.name, w.team, r, w.memory_mib, models, w.mig_profile, w.path)
                     for r in range(w.replicas)]
     try:
-        layouts.update(mig_planner.plan_mig(demands, candidates, inventory.policy.mig_leftover == "carve"))
+        layouts.update(mig_planner.plan_mig(demands, candidates, inventory.policy.mig_leftover == "carve",
+                                            solve=solve))
     except mig_planner.MigShortfall as shortfall:
         problems.add("gpushare_workloads", str(shortfall), allowed="MIG services that fit the MIG and auto GPUs",
                      hint="Add GPUs with mode mig or auto, lower memory_gib, or allow more GPU models (gpu_model)")
@@ -458,6 +463,7 @@ def _plan_window(inventory: Inventory, name: str, problems: Problems) -> dict | 
                  for n in inventory.nodes for g in n.gpus for w in g.windows if w.name == name],
         "nodes": [n for n in state["nodes"] if n["name"] in changed],
         "kueue": {"objects": [o for o in state["kueue"]["objects"] if o["kind"] in ("ResourceFlavor", "ClusterQueue", "Cohort")]},
+        "mig_solve": state["mig_solve"],
     }
 
 

@@ -286,7 +286,7 @@ try:
     from ansible_collections.gpushare.cluster.plugins.module_utils.model import CLOCK
     from ansible_collections.gpushare.cluster.plugins.module_utils.plan import active_window, build_plan, local_clock
     from ansible_collections.gpushare.cluster.plugins.module_utils import (
-        render_manifests, render_report, render_svg)
+        mig_planner, render_manifests, render_report, render_svg)
     IMPORT_ERROR = None
 except ImportError:
     IMPORT_ERROR = traceback.format_exc()
@@ -328,6 +328,8 @@ def main():
               for f in render_manifests.manifest_files(plan, namespace)]
     summary = render_report.split_table(plan)
     # A MIG layout that a safety time limit stopped is kept, and said so in one line.
+    summary += [line for line in [mig_planner.summary_line(plan.get('mig_solve'))] + [
+        mig_planner.summary_line(w.get('mig_solve'), ' inside window %s' % w['name']) for w in plan['windows']] if line]
     if plan['windows']:
         summary.append('Sharing window %s: %s' % (
             'in force at %s %s' % (clock, plan['cluster']['timezone']) if clock else 'chosen',

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import random
 from collections import Counter
 from functools import lru_cache
 
@@ -11,8 +12,9 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import mig_geometry
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import CATALOG
+from ansible_collections.gpushare.cluster.plugins.module_utils import mig_planner
 from ansible_collections.gpushare.cluster.plugins.module_utils.mig_planner import (
-    MigCandidate, MigDemand, MigShortfall, plan_mig)
+    MigCandidate, MigDemand, MigShortfall, MigSolve, plan_mig)
 
 H200 = CATALOG["h200-141gb"]
 SMALL_MODELS = ["a100-40gb", "h200-141gb", "a30", "rtx-pro-6000"]
@@ -204,6 +206,34 @@ def test_pinned_profile_is_honoured():
     assert layout.counts() == {"2g.35gb": 1}
 
 
+def test_pinned_and_memory_only_replicas_share_slices_of_one_size():
+    # 2g.35gb and 1g.35gb hold the same memory: the pinned replicas must get 2g.35gb, the
+    # other one either (on one GPU only the 1g.35gb is left for it).
+    d = [MigDemand("ocr", "t", r, 0, ("h200-141gb",), profile="2g.35gb") for r in range(3)]
+    d.append(MigDemand("chat", "t", 0, 30000, ("h200-141gb",)))
+    one = plan_mig(d, [MigCandidate("n1", 0, "h200-141gb", True)], carve_leftover=False)[("n1", 0)]
+    assert {(s.workload, s.replica): s.profile for s in one.slices} == {
+        ("ocr", 0): "2g.35gb", ("ocr", 1): "2g.35gb", ("ocr", 2): "2g.35gb", ("chat", 0): "1g.35gb"}
+    # A pinned media-extension slice does not fit next to them: a second GPU, pins kept.
+    d.append(MigDemand("asr", "t", 0, 0, ("h200-141gb",), "1g.18gb+me"))
+    two = plan_mig(d, [MigCandidate("n1", i, "h200-141gb", True) for i in range(2)], carve_leftover=False)
+    slices = {(s.workload, s.replica): s for layout in two.values() for s in layout.slices}
+    assert len(two) == 2 and len(slices) == 5 and slices[("asr", 0)].profile == "1g.18gb+me"
+    assert all(slices[("ocr", r)].profile == "2g.35gb" for r in range(3)) and slices[("chat", 0)].memory_mib >= 30000
+
+
+def test_the_same_services_get_the_same_profiles_whatever_else_is_allowed():
+    # Day and night states differ in whether the full profile is allowed (time-slicing via
+    # MIG forbids it): a GPU whose services did not change must not be re-cut.
+    d = [MigDemand("stt", "t", 0, 30000, ("h200-141gb",)), MigDemand("big", "t", 0, 60000, ("h200-141gb",))]
+    d += [MigDemand("emb", "t", r, 9000, ("h200-141gb",)) for r in range(2)]
+    day = plan_mig(d, [MigCandidate("n1", 1, "h200-141gb", True, forbidden=("7g.141gb",))])
+    night = plan_mig(d, [MigCandidate("n1", 1, "h200-141gb", True)])
+    assert day == night
+    assert {s.workload: s.profile for s in day[("n1", 1)].slices if s.workload} == {
+        "stt": "1g.35gb", "big": "3g.71gb", "emb": "1g.18gb"}
+
+
 def test_fixed_layout_is_used_as_given():
     fixed = MigCandidate("n1", 0, "h200-141gb", True, layout=(("3g.71gb", 2),))
     layouts = plan_mig(demands_for([60000, 60000], "h200-141gb"), [fixed], carve_leftover=True)
@@ -224,7 +254,7 @@ def test_shortfall_says_what_would_fit():
 
 def test_fleet_scale_is_one_small_programme():
     # 600 GPUs and 2,000 replicas of 40 distinct sizes (1- and 2-slot slices): one small
-    # programme, because replicas of one size are one class.
+    # programme, because replicas that fit the same slices are one class.
     candidates = [MigCandidate("n%03d" % (i // 8), i % 8, "h200-141gb", i % 8 < 2) for i in range(600)]
     needs = [5000 + (i % 40) * 700 for i in range(2000)]
     layouts = plan_mig(demands_for(needs, "h200-141gb"), candidates, carve_leftover=False)
@@ -232,3 +262,103 @@ def test_fleet_scale_is_one_small_programme():
     assert served == 2000
     for layout in layouts.values():
         assert mig_geometry.feasible(H200, layout.counts())
+
+
+# ----------------------------------------------------------------------------- solver status and size
+
+MIXED = ["h200-141gb", "a100-80gb", "a30"]
+
+
+def mixed_fleet(gpus: int, replicas: int, seed: int = 3):
+    """Servers of 8 GPUs (2 declared MIG, 6 auto) in turn of three models; replicas of many
+    sizes, two in three allowed on any of the models."""
+    rng = random.Random(seed)
+    candidates = [MigCandidate("n%03d" % (i // 8), i % 8, MIXED[(i // 8) % 3], i % 8 < 2) for i in range(gpus)]
+    demands = [MigDemand("svc%04d" % i, "team", 0, rng.randint(1000, 40000),
+                         tuple(MIXED) if i % 3 else (MIXED[i % 2],)) for i in range(replicas)]
+    return candidates, demands
+
+
+def assert_every_replica_served(layouts, demands):
+    served = {(s.workload, s.replica): (layout, s) for layout in layouts.values() for s in layout.slices if s.workload}
+    assert len(served) == len(demands)
+    for d in demands:
+        layout, s = served[(d.workload, d.replica)]
+        assert s.memory_mib >= d.need_mib and layout.model in d.models and s.profile == (d.profile or s.profile)
+    for layout in layouts.values():
+        assert mig_geometry.feasible(CATALOG[layout.model], layout.counts())
+
+
+def test_the_same_inventory_gives_the_same_layouts():
+    candidates, demands = mixed_fleet(240, 500)
+    first, second = MigSolve(), MigSolve()
+    one = plan_mig(demands, candidates, solve=first)
+    two = plan_mig(demands, candidates, solve=second)
+    assert one == two
+    assert first.exact and first.as_dict() == second.as_dict()
+    # An exact solve says nothing about time: plan.json must not change between runs.
+    assert "seconds" not in first.as_dict() and mig_planner.summary_line(first.as_dict()) is None
+    assert [s["status"] for s in first.stages] == ["optimal"] * 3
+    assert_every_replica_served(one, demands)
+
+
+def test_thousands_of_sizes_are_a_handful_of_classes():
+    # 3,000 distinct needs on one model are as many classes as the model has slice sizes
+    # (4 on an H200: 1g.18gb, 1g.35gb/2g.35gb, 3g.71gb/4g.71gb, 7g.141gb).
+    memories = {p.memory_mib for p in H200.base_profiles}
+    candidates = [MigCandidate("n%03d" % (i // 8), i % 8, "h200-141gb", False) for i in range(2400)]
+    demands = demands_for([1000 + i * (max(memories) - 1000) // 3000 for i in range(3000)], "h200-141gb")
+    assert len({d.need_mib for d in demands}) == 3000
+    solve = MigSolve()
+    layouts = plan_mig(demands, candidates, carve_leftover=False, solve=solve)
+    assert solve.classes == len(memories) == 4 and solve.exact
+    assert_every_replica_served(layouts, demands)
+
+
+def test_a_time_limited_solve_keeps_a_layout_and_says_it_is_not_exact():
+    candidates, demands = mixed_fleet(240, 500)
+    solve = MigSolve()
+    layouts = plan_mig(demands, candidates, time_limit=1e-9, solve=solve)
+    assert_every_replica_served(layouts, demands)
+    assert not solve.exact and "time limit" in [s["status"] for s in solve.stages]
+    record = solve.as_dict()
+    assert record["exact"] is False and "seconds" in record and record["time_limit_s"] == 1e-9
+    line = mig_planner.summary_line(record, " inside window night")
+    assert line.startswith("MIG layout inside window night: best found in") and "not proven optimal" in line
+
+
+def test_layouts_are_cut_from_whole_gpus_when_the_fast_path_cannot_be(monkeypatch):
+    # The fast path solves with fractional GPUs per pattern and then cuts whole GPUs; were
+    # that impossible, the programme is solved again with whole GPUs: same optimum.
+    candidates, demands = mixed_fleet(96, 200)
+    fast = MigSolve()
+    plan_mig(demands, candidates, solve=fast)
+    monkeypatch.setattr(mig_planner._Programme, "whole_gpus", refuse_once(mig_planner._Programme.whole_gpus))
+    again = MigSolve()
+    layouts = plan_mig(demands, candidates, solve=again)
+    assert again.whole_patterns and not fast.whole_patterns
+    assert again.exact and again.stages == fast.stages
+    assert_every_replica_served(layouts, demands)
+
+
+def refuse_once(method):
+    calls = []
+
+    def wrapper(self, values):
+        calls.append(1)
+        return None if len(calls) == 1 else method(self, values)
+    return wrapper
+
+
+def test_no_gpu_that_can_hold_a_replica_is_a_shortfall_not_a_crash():
+    too_big = demands_for([200000], "h200-141gb")
+    for demands, candidates in [(too_big, [MigCandidate("n1", 0, "h200-141gb", True)]),
+                                (demands_for([1000], "h200-141gb"), []),
+                                (demands_for([1000], "a30"), [MigCandidate("n1", 0, "h200-141gb", True)])]:
+        try:
+            plan_mig(demands, candidates)
+        except MigShortfall as err:
+            assert "no GPU that may be cut with MIG has a slice that holds these replicas" in str(err)
+            assert "1 replica(s) of svc0" in str(err)
+        else:
+            raise AssertionError("expected a shortfall")
