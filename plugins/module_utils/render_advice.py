@@ -178,8 +178,9 @@ def report_markdown(advice: dict, change_lines: list[str], plan_check: str) -> s
     lines = ["# GPU sharing advice", "",
              "From %s, %s to %s (%s days, one sample every %d s, hours in %s)."
              % (advice["source"], w["from"], w["until"], w["days"], w["step_s"], w["timezone"]), "",
-             "Proposed inventory: `inventory/` (plan it with `ansible-playbook -i <dir>/inventory playbooks/plan.yml`); "
-             "workloads alone: `workloads.yml`; differences: `proposal.diff`.", "",
+             "Proposed inventory: `inventory/`, a copy of the inventory with the proposal in place (plan it with "
+             "`ansible-playbook -i <this directory>/inventory/hosts.yml playbooks/plan.yml`); workloads alone: "
+             "`workloads.yml`; differences: `proposal.diff`. Nothing is applied.", "",
              "Check of the proposal by the planner: %s." % plan_check, "",
              "## Services", "",
              "| service | team | kind (detected) | declared | memory need | compute need | choice | status |",

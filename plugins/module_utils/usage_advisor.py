@@ -1064,6 +1064,13 @@ def _node_vars(ctx: _Context, assigned: dict) -> dict:
     return out
 
 
+def _cards_per_replica(r: dict, card: gpu_catalog.GpuModel) -> int:
+    """Cards of ``card`` one replica needs: its memory (all its GPUs together) and its compute
+    counted in GPUs of the model it ran on (not scaled between models)."""
+    return max(1, int(math.ceil(r["memory_need_mib"] / card.memory_mib - 1e-9)),
+               int(math.ceil(r["compute_need"] - 1e-9)))
+
+
 def _buy(ctx: _Context, advised: list[dict], windows: list[dict], unplaced: list[str]) -> dict:
     """How many cards of each catalogue model would serve the advised demand (by memory and
     MIG geometry; compute is not scaled between models), with the cost when priced."""
@@ -1077,8 +1084,7 @@ def _buy(ctx: _Context, advised: list[dict], windows: list[dict], unplaced: list
         for r in advised:
             need = r["memory_need_mib"]
             if r["sharing"] in ("whole", "dra") and r["kind"] == "serving" or r["sharing"] == "dra":
-                per = max(r["gpus"], int(math.ceil(need / card.memory_mib)))
-                cards += r["replicas"] * per
+                cards += r["replicas"] * _cards_per_replica(r, card)
             elif r["sharing"] == "mig":
                 p = choose_profile(card, need, r["compute_need"])
                 if p is None or p.size == card.mig_grid:
@@ -1100,10 +1106,10 @@ def _buy(ctx: _Context, advised: list[dict], windows: list[dict], unplaced: list
         batch = 0
         for r in advised:
             if r["kind"] in ("training", "batch") and r["sharing"] == "whole":
-                per = max(1, int(math.ceil(r["memory_need_mib"] / card.memory_mib)))
+                per = _cards_per_replica(r, card)
                 if per > 16:
                     fits = False
-                batch = max(batch, per * r["replicas"] * max(1, r["gpus"]))
+                batch = max(batch, per * r["replicas"])
         cards += max(0, batch - lent) if batch else 0
         if not fits:
             continue
@@ -1115,9 +1121,9 @@ def _buy(ctx: _Context, advised: list[dict], windows: list[dict], unplaced: list
     owned = Counter()
     for node in ctx.inventory.nodes:
         owned[node.model] += len(node.gpus)
-    rows.sort(key=lambda r: (r.get("cost", float("inf")), r["cards"], r["model"]))
     for row in rows:
         row["owned"] = owned.get(row["model"], 0)
         row["to_buy"] = max(0, row["cards"] - row["owned"])
+    rows.sort(key=lambda r: (r.get("cost", float("inf")), r["to_buy"], r["cards"], r["model"]))
     return {"options": rows, "priced": bool(prices), "short": unplaced,
             "note": "cards by memory and MIG geometry for the advised demand; compute is not scaled between models"}

@@ -147,6 +147,8 @@ def test_example_day_proposals(advised):
     night_hours = {(start + k) % 24 for k in range((until - start) % 24)}
     assert {0, 1, 2, 3, 4} <= night_hours and 12 not in night_hours, window
     assert _svc(advice, "vllm-chat")["reservation"], "vLLM's flat 90 % reservation is read as a reservation"
+    h200 = next(r for r in advice["buy"]["options"] if r["model"] == "h200-141gb")
+    assert (h200["cards"], h200["owned"], h200["to_buy"]) == (4, 4, 0), h200    # the example day fits its server
     assert len(advice["services"]) == 6
 
 
