@@ -48,7 +48,8 @@ for b in kubelet kubeadm kubectl; do
 done
 # The kubelet unit and the kubeadm drop-in: kubelet restarts until kubeadm has written
 # its configuration, then runs with the flags kubeadm chose.
-install -d "$work/kubelet/usr/lib/systemd/system" "$work/kubeadm/usr/lib/systemd/system/kubelet.service.d"
+install -d "$work/kubelet/usr/lib/systemd/system" "$work/kubeadm/usr/lib/systemd/system/kubelet.service.d" \
+  "$work/kubelet/etc/kubernetes/manifests"
 cat > "$work/kubelet/usr/lib/systemd/system/kubelet.service" <<'UNIT'
 [Unit]
 Description=kubelet: the Kubernetes node agent

@@ -92,18 +92,25 @@ python -m http.server "$port" --bind "$gateway" --directory "$CACHE/kubeadm-repo
 repo_pid=$!
 export GPUSHARE_KUBEADM_REPO=http://$gateway:$port
 
+# The resolver pods get (tests/kubeadm/node/entrypoint.sh): this machine's first
+# non-loopback one, else the network's gateway (CoreDNS then only serves cluster names).
+node_dns=$(awk '$1 == "nameserver" && $2 !~ /^127\./ {print $2; exit}' /etc/resolv.conf)
+node_dns=${node_dns:-$gateway}
 node() {  # container hostname
   # kind's node flags without --privileged (refused here: CAP_SYS_RESOURCE is withheld):
   # every other capability, no seccomp/AppArmor profile, writable /proc/sys, a private
   # cgroup namespace (tests/kubeadm/node/entrypoint.sh remounts it read-write), /var on a
   # volume (containerd's overlayfs snapshots cannot live on the container's overlayfs),
-  # tmpfs /run and /tmp, and /dev/kmsg for kubelet's OOM watcher.
+  # tmpfs /run and /tmp, /dev/kmsg for kubelet's OOM watcher, and every device in the
+  # devices cgroup (privileged pods such as kube-proxy ask runc for "a *:* rwm"; a cgroup v1
+  # child cannot be given more than its parent).
   local modules=()
   [ ! -d /lib/modules ] || modules=(-v /lib/modules:/lib/modules:ro)
   docker run -d --name "$1" --hostname "$2" --network "$NET" \
     --cap-add=ALL --cap-drop=SYS_RESOURCE \
     --security-opt seccomp=unconfined --security-opt apparmor=unconfined --security-opt systempaths=unconfined \
-    --cgroupns private --tmpfs /run --tmpfs /tmp -v /var --device /dev/kmsg "${modules[@]}" \
+    --cgroupns private --device-cgroup-rule "a *:* rwm" --tmpfs /run --tmpfs /tmp -v /var --device /dev/kmsg "${modules[@]}" \
+    -e "GPUSHARE_NODE_DNS=$node_dns" \
     "$node_image" >/dev/null
 }
 node "$CP" node-a

@@ -19,6 +19,10 @@ for setting in vm/overcommit_memory=1 kernel/panic=10 kernel/panic_on_oops=1; do
   echo "${setting#*=}" > "$file"
   mount --bind "$file" "/proc/sys/${setting%%=*}"
 done
+# Pods with the node's DNS (CoreDNS) must not get Docker's 127.0.0.11, which answers only
+# in the node's own network namespace (CoreDNS stops on a forwarding loop): kubelet reads
+# this file instead (resolvConf in the test inventory), with the resolver the suite passes.
+echo "nameserver ${GPUSHARE_NODE_DNS:-192.0.2.53}" > /etc/gpushare-node-resolv.conf
 # Volumes with mount propagation (kubelet, CSI) need a shared root mount.
 mount --make-rshared /
 exec "$@"
