@@ -29,7 +29,7 @@ __all__ = ["node_name", "module_probe_paths", "preflight_problems", "redact_join
 # parameters have no /sys/module entry (br_netfilter on many kernels), so the two
 # Kubernetes needs are probed by what they provide.
 _PROVIDES = {
-    "br_netfilter": "/proc/sys/net/bridge",
+    "br_netfilter": "/proc/sys/net/bridge/bridge-nf-call-iptables",
     "overlay": "filesystem:overlay",
 }
 

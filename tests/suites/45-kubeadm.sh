@@ -204,7 +204,7 @@ docker exec "$WORKER" sh -c 'printf "Filename\tType\tSize\tUsed\tPriority\n/swap
   mount --bind /run/fake-swaps /proc/swaps && mount -t tmpfs -o size=4k no-br-netfilter /proc/sys/net/bridge'
 expect_refusal preflight-host "GPU-Worker1.lab.example: swap is on (/swapfile-test)" \
   -i tests/kubeadm/intruder.yml --tags kubernetes
-grep -qF "kernel module br_netfilter is not loaded (no /proc/sys/net/bridge)" "$state/preflight-host.log" \
+grep -qF "kernel module br_netfilter is not loaded (no /proc/sys/net/bridge/bridge-nf-call-iptables)" "$state/preflight-host.log" \
   || fail "preflight-host: missing br_netfilter not reported"
 grep -qF "the Kubernetes node name gpu-worker1 is already taken by another machine" "$state/preflight-host.log" \
   || fail "preflight-host: the intruder's node name was not refused"

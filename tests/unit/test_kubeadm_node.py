@@ -15,7 +15,7 @@ HEALTHY = {
     "swaps": NO_SWAP,
     "filesystems": FILESYSTEMS,
     "required_modules": ["overlay", "br_netfilter"],
-    "present_paths": ["/proc/sys/net/bridge"],
+    "present_paths": ["/proc/sys/net/bridge/bridge-nf-call-iptables"],
 }
 DUMP_SYSTEMD = """version = 2
 [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
@@ -49,7 +49,7 @@ def test_swap_is_accepted_when_kubelet_allows_it():
 
 @pytest.mark.parametrize("present, filesystems, missing", [
     ([], FILESYSTEMS, "br_netfilter"),
-    (["/proc/sys/net/bridge"], "nodev\tsysfs\n", "overlay"),
+    (["/proc/sys/net/bridge/bridge-nf-call-iptables"], "nodev\tsysfs\n", "overlay"),
 ])
 def test_missing_module_is_named_with_the_fix(present, filesystems, missing):
     checks = dict(HEALTHY, present_paths=present, filesystems=filesystems)
@@ -60,7 +60,7 @@ def test_missing_module_is_named_with_the_fix(present, filesystems, missing):
 
 def test_other_modules_are_probed_in_sys_module():
     assert kubeadm_node.module_probe_paths(["overlay", "br_netfilter", "nvidia"]) == [
-        "/proc/sys/net/bridge", "/sys/module/nvidia"]
+        "/proc/sys/net/bridge/bridge-nf-call-iptables", "/sys/module/nvidia"]
     checks = dict(HEALTHY, required_modules=["nvidia"], present_paths=[])
     [problem] = kubeadm_node.preflight_problems("gpu01", checks, {})
     assert "no /sys/module/nvidia" in problem
