@@ -189,19 +189,19 @@ def _columns(model_key: str, names: tuple[str, ...], pinned: tuple[str, ...]):
     carved). Of patterns with the same supply the one with the most compute stays. On a
     7-way GPU 10 of the 77 patterns are left.
     """
+    import numpy as np
+
     model = CATALOG[model_key]
     ranked = sorted(mig_geometry.patterns(model_key, names),
                     key=lambda p: (-sum(model.profile(n).compute_slices * c for n, c in p), p))
     supplies = [_supply(model, p, pinned) for p in ranked]
-
-    def covered(i: int) -> bool:
-        mine = supplies[i]
-        for j, other in enumerate(supplies):
-            if j != i and all(other.get(kind, 0) >= n for kind, n in mine.items()) and (other != mine or j < i):
-                return True
-        return False
-
-    return tuple((p, supplies[i]) for i, p in enumerate(ranked) if supplies[i] and not covered(i))
+    kinds = sorted({kind for supply in supplies for kind in supply})
+    table = np.array([[supply.get(kind, 0) for kind in kinds] for supply in supplies]).reshape(len(ranked), len(kinds))
+    at_least = (table[:, None, :] >= table[None, :, :]).all(axis=2)      # [j, i]: j's supply covers i's
+    same = at_least & at_least.T
+    earlier = np.tri(len(ranked), k=-1, dtype=bool).T                    # [j, i]: j < i
+    covered = ((at_least & ~same) | (same & earlier)).any(axis=0)
+    return tuple((p, supplies[i]) for i, p in enumerate(ranked) if supplies[i] and not covered[i])
 
 
 def _offered(pools: list[_Pool], pool_names) -> dict[str, dict[str, int]]:
