@@ -179,12 +179,18 @@ class _Reader:
     def at(self, key: str) -> str:
         return "%s.%s" % (self.path, key)
 
+    def given(self, key: str) -> bool:
+        """Whether ``key`` has a value (an empty value, YAML null, is none)."""
+        return self.data.get(key) is not None
+
     def raw(self, key: str, default=None):
-        return self.data.get(key, default)
+        """The value of ``key``; an empty value (YAML null) counts as not given."""
+        value = self.data.get(key)
+        return default if value is None else value
 
     def string(self, key: str, default: str | None = None, pattern: re.Pattern | None = None,
                what: str = "") -> str | None:
-        value = self.data.get(key, default)
+        value = self.raw(key, default)
         if value is None:
             return None
         if not isinstance(value, str) or value == "":
@@ -218,7 +224,7 @@ class _Reader:
         return self.string(key, what=EXPECTED[key])
 
     def choice(self, key: str, choices: tuple[str, ...], default: str | None = None) -> str | None:
-        value = self.data.get(key, default)
+        value = self.raw(key, default)
         if value is None:
             return None
         if not isinstance(value, str) or value not in choices:
@@ -229,7 +235,7 @@ class _Reader:
         return value
 
     def boolean(self, key: str, default: bool) -> bool:
-        value = self.data.get(key, default)
+        value = self.raw(key, default)
         if not isinstance(value, bool):
             hint = "Write true or false"
             if isinstance(value, str):
@@ -241,7 +247,7 @@ class _Reader:
 
     def integer(self, key: str, default: int | None = None, minimum: int | None = None,
                 maximum: int | None = None) -> int | None:
-        value = self.data.get(key, default)
+        value = self.raw(key, default)
         if value is None:
             return None
         bounds = "%s..%s" % ("" if minimum is None else minimum, "" if maximum is None else maximum)
@@ -258,7 +264,7 @@ class _Reader:
 
     def number(self, key: str, default: float | None = None, maximum: float = MAX_MEMORY_GIB) -> float | None:
         """A finite number greater than 0 and at most ``maximum``."""
-        value = self.data.get(key, default)
+        value = self.raw(key, default)
         if value is None:
             return None
         allowed = "a number greater than 0 and at most %s" % maximum
@@ -368,7 +374,7 @@ def _read_window(problems: Problems, path: str, value, gpu_mode: str) -> Sharing
         problems.add(r.at("mode"), "is the GPU's own mode, so the window changes nothing", mode,
                      "a mode other than %r" % gpu_mode, "Remove the window or change its mode")
     replicas = r.integer("replicas", None, minimum=2, maximum=64)
-    if mode in ("timeslice", "mps") and "replicas" not in r.data:
+    if mode in ("timeslice", "mps") and not r.given("replicas"):
         problems.add(r.at("replicas"), "is required when the window's mode is %s" % mode, allowed="2..64",
                      hint="How many pods share the card inside the window")
     name = r.raw("name")
@@ -390,7 +396,7 @@ def _read_gpu(problems: Problems, path: str, value, node_model: str | None, gpu_
     if not r.ok:
         return None
     index = r.integer("index", minimum=0, maximum=max(gpu_count - 1, 0))
-    if "model" in r.data:
+    if r.given("model"):
         # One model per server: the GPU Operator labels a node with one product, and the
         # planners cut and advertise its GPUs as that model.
         model = _model(problems, r.at("model"), r.raw("model"))
@@ -400,14 +406,14 @@ def _read_gpu(problems: Problems, path: str, value, node_model: str | None, gpu_
                          "GPUs of another model under their own server")
     mode = r.choice("mode", GPU_MODES, "auto")
     replicas = r.integer("replicas", None, minimum=2, maximum=64)
-    if mode in ("timeslice", "mps") and "replicas" not in r.data:
+    if mode in ("timeslice", "mps") and not r.given("replicas"):
         problems.add(r.at("replicas"), "is required for mode %s (how many pods share the card)" % mode,
                      allowed="2..64", hint="Add replicas: N, the most pods that take turns on the card")
-    if mode not in ("timeslice", "mps") and "replicas" in r.data:
+    if mode not in ("timeslice", "mps") and r.given("replicas"):
         problems.add(r.at("replicas"), "only applies to mode timeslice or mps", r.raw("replicas"),
                      "no replicas for mode %s" % mode, "Remove replicas or set mode: timeslice")
     layout = None
-    if "mig_layout" in r.data:
+    if r.given("mig_layout"):
         layout = _read_layout(problems, r.at("mig_layout"), r.raw("mig_layout"), node_model)
         if mode != "mig":
             problems.add(r.at("mig_layout"), "only applies to mode mig", r.raw("mig_layout"),
@@ -502,7 +508,7 @@ def _read_workload(problems: Problems, path: str, value) -> Workload | None:
     isolation = r.choice("isolation", tuple(ISOLATION_TO_SHARING))
     sharing = r.choice("sharing", WORKLOAD_SHARING)
     min_memory = None
-    if "device_request" in r.data:
+    if r.given("device_request"):
         d = _Reader(problems, r.at("device_request"), r.raw("device_request"), ("min_memory_gib",),
                     required=("min_memory_gib",))
         min_memory = d.number("min_memory_gib")
@@ -517,11 +523,11 @@ def _read_workload(problems: Problems, path: str, value) -> Workload | None:
         problems.add(r.at("isolation"), "contradicts sharing %s" % sharing, isolation,
                      "full=whole, hardware=mig, none=timeslice or mps", "Keep one of isolation and sharing")
     memory = r.number("memory_gib", None)
-    if sharing == "mig" and memory is None and "mig_profile" not in r.data and "memory_gib" not in r.data:
+    if sharing == "mig" and memory is None and not r.given("mig_profile") and not r.given("memory_gib"):
         problems.add(r.at("memory_gib"), "is required for a MIG workload (the slice must hold the model)",
                      allowed="GiB, a number greater than 0",
                      hint="Give the memory one replica needs, or pin a profile with mig_profile")
-    gpu_model = _model(problems, r.at("gpu_model"), r.raw("gpu_model")) if "gpu_model" in r.data else None
+    gpu_model = _model(problems, r.at("gpu_model"), r.raw("gpu_model")) if r.given("gpu_model") else None
     mig_profile = r.string("mig_profile", what="a MIG profile name such as 3g.71gb")
     if mig_profile and sharing != "mig":
         problems.add(r.at("mig_profile"), "only applies to sharing mig", mig_profile, "no mig_profile for sharing %s"

@@ -239,3 +239,20 @@ def test_a_null_value_is_shown():
     v = example_day()
     workload(v, "vllm-chat")["kind"] = None
     assert "(got null)" in str(problems_of(v)["gpushare_workloads[0].kind"])
+
+
+def test_an_empty_optional_value_means_the_default():
+    """`priority:` with nothing after the colon is YAML null: the default, not a crash."""
+    v = example_day()
+    v["gpushare_teams"][2]["priority"] = None
+    v["gpushare_policy"]["cohort"] = None
+    plan = build_plan(v)
+    assert [t["priority"] for t in plan["teams"]] == [1000, 500, 100]
+    assert plan["cluster"]["cohort"] == "gpushare"
+
+
+def test_an_empty_replicas_on_a_time_sliced_gpu_is_required():
+    v = example_day()
+    gpu(v, 2)["replicas"] = None
+    p = problems_of(v)[NODE + ".gpus[2].replicas"]
+    assert p.message.startswith("is required for mode timeslice")
