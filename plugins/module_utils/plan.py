@@ -36,7 +36,7 @@ def build_plan(variables: dict) -> dict:
     inventory = load_inventory(variables)
     state = _plan_state(inventory, Problems(), suffix="")
     problems = Problems()
-    windows = [_plan_window(inventory, name, problems) for name in _window_names(inventory)]
+    windows = [_plan_window(inventory, name, state["nodes"], problems) for name in _window_names(inventory)]
     problems.raise_if_any()
     return {
         "format": PLAN_FORMAT,
@@ -423,8 +423,12 @@ def _window_names(inventory: Inventory) -> list[str]:
     return sorted({w.name for n in inventory.nodes for g in n.gpus for w in g.windows})
 
 
-def _inside_window(inventory: Inventory, name: str) -> Inventory:
-    """The inventory as it is inside window ``name``: the window's mode replaces the GPU's."""
+def _inside_window(inventory: Inventory, name: str, base_nodes: list[dict]) -> Inventory:
+    """The inventory as it is inside window ``name``: the window's mode replaces the GPU's.
+    MIG GPUs the window does not name keep their base layout, so a window switch never
+    re-partitions a GPU whose services keep running."""
+    base = {(n["name"], g["index"]): g["mig"]["profiles"] for n in base_nodes for g in n["gpus"]
+            if g["mode"] == "mig"}
     nodes = []
     for node in inventory.nodes:
         gpus = []
@@ -434,15 +438,17 @@ def _inside_window(inventory: Inventory, name: str) -> Inventory:
                 # Problems of the GPU inside the window point at the window: that is what to fix.
                 gpu = dataclasses.replace(gpu, mode=window.mode, team=window.team or gpu.team,
                                           replicas=window.replicas, mig_layout=None, windows=(), path=window.path)
+            elif (node.name, gpu.index) in base:
+                gpu = dataclasses.replace(gpu, mode="mig", mig_layout=tuple(sorted(base[(node.name, gpu.index)].items())))
             gpus.append(gpu)
         nodes.append(dataclasses.replace(node, gpus=tuple(gpus)))
     return dataclasses.replace(inventory, nodes=tuple(nodes))
 
 
-def _plan_window(inventory: Inventory, name: str, problems: Problems) -> dict | None:
+def _plan_window(inventory: Inventory, name: str, base_nodes: list[dict], problems: Problems) -> dict | None:
     """The state inside window ``name``, checked like the base state (model.check_state);
     its problems are added to ``problems`` (then None is returned)."""
-    inside = _inside_window(inventory, name)
+    inside = _inside_window(inventory, name, base_nodes)
     window_problems = Problems()
     check_state(window_problems, inside.nodes, [t.name for t in inside.teams])
     state = None

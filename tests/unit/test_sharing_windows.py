@@ -12,7 +12,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils import render_hel
 from ansible_collections.gpushare.cluster.plugins.module_utils.errors import PlanInvalid
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import active_window, build_plan, local_clock
 from ansible_collections.gpushare.cluster.plugins.module_utils.render_manifests import render
-from inventories import load_example
+from inventories import EXAMPLE_NAMES, load_example
 
 DAY, NIGHT = "gpushare-gpu01", "gpushare-gpu01-night"
 
@@ -135,3 +135,20 @@ def test_from_a_layout_outside_the_plan_every_gpu_pod_counts(plan):
     assert render_helm.pods_on_changing_gpus(pods, plan, "gpu01", "all-disabled", DAY) == ["t/vllm"]
     since = json.loads(render_helm.gpu_layout_since(plan, "gpu01", "all-disabled", DAY, '{"2": "x"}', "T"))
     assert since == {"0": "T", "1": "T", "2": "T", "3": "T"}
+
+
+@pytest.mark.parametrize("example", EXAMPLE_NAMES)
+def test_a_window_never_repartitions_a_gpu_it_does_not_name(example):
+    """GPUs outside the window keep their base MIG layout (same profiles at the same
+    places), so a 19:00 switch leaves the running MIG services alone."""
+    plan = build_plan(load_example(example))
+    base = {(n["name"], g["index"]): g for n in plan["nodes"] for g in n["gpus"]}
+    for window in plan["windows"]:
+        named = {(g["node"], g["index"]) for g in window["gpus"]}
+        for node in window["nodes"]:
+            for g in node["gpus"]:
+                key = (node["name"], g["index"])
+                if key not in named and base[key]["mig"]:
+                    assert g["mig"] is not None, key
+                    assert [(s["profile"], s["start"]) for s in g["mig"]["slices"]] == \
+                        [(s["profile"], s["start"]) for s in base[key]["mig"]["slices"]], key
