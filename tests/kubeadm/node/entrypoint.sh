@@ -23,6 +23,10 @@ done
 # in the node's own network namespace (CoreDNS stops on a forwarding loop): kubelet reads
 # this file instead (resolvConf in the test inventory), with the resolver the suite passes.
 echo "nameserver ${GPUSHARE_NODE_DNS:-192.0.2.53}" > /etc/gpushare-node-resolv.conf
+# A machine-id of its own (kubelet reports it; the preflight tells machines apart by it):
+# with an empty /etc/machine-id, systemd in a container derives it from the host's DMI
+# product UUID, the same for every node.
+[ -s /etc/machine-id ] || tr -d - < /proc/sys/kernel/random/uuid > /etc/machine-id
 # Volumes with mount propagation (kubelet, CSI) need a shared root mount.
 mount --make-rshared /
 exec "$@"
