@@ -41,7 +41,7 @@ def failure_class(exc: BaseException) -> str:
     ours = [f for f in frames if "/plugins/" in f.filename]
     where = ("%s:%s %s" % (Path(ours[-1].filename).name, ours[-1].lineno, ours[-1].name)) if ours else ""
     if isinstance(exc, AssertionError):
-        first = str(exc).split(":")[0] if ":" in str(exc) else str(exc)
+        first = str(exc).split(":", maxsplit=1)[0]
         return "property: %s" % " ".join(first.split()[:8])
     return "%s at %s" % (type(exc).__name__, where or Path(frames[-1].filename).name)
 

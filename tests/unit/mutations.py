@@ -84,8 +84,9 @@ def scalars(tree) -> list:
 
 
 def _json_like(leaves):
-    return st.recursive(leaves, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner,
-                                                                                           max_size=3), max_leaves=6)
+    def nested(inner):
+        return st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    return st.recursive(leaves, nested, max_leaves=6)
 
 
 # Any value at all: the hand-picked ones first (they shrink to them), then generated ones.
@@ -218,7 +219,6 @@ class Edit(str):
         except (KeyError, IndexError, TypeError):
             present = False
         return self.path if present and self.value is not None else None
-
 
 
 def replace(data, variables, ctx) -> str:
@@ -408,7 +408,7 @@ def mutate(data, variables: dict, max_edits: int = 3) -> list[str]:
     Edit or plain str descriptions)."""
     ctx = context(variables)
     done = []
-    for _ in range(data.draw(st.integers(1, max_edits), label="edits")):
+    for _edit in range(data.draw(st.integers(1, max_edits), label="edits")):
         edit = data.draw(st.sampled_from(EDITS), label="edit")
         done.append(edit(data, variables, ctx))
     return done

@@ -45,10 +45,10 @@ def check_plan(variables: dict, replaced: tuple[str, ...] = ()) -> dict | None:
     at exactly such a path, one of them must show the value.
     """
     start = time.process_time()
+    plan, problems, text = None, [], ""
     try:
         plan = build_plan(variables)
     except PlanInvalid as invalid:
-        plan = None
         problems = invalid.problems
         text = str(invalid)   # what the module prints; must not fail on odd values
     elapsed = time.process_time() - start
