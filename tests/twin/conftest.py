@@ -69,7 +69,8 @@ def site_command(inventory: Path, tags: list, extra: dict, at: str | None = "08:
     in ``tags``, the twin's kubeconfig, artifacts in the twin's state directory, the sharing
     window in force at ``at`` (simulated time of day), the twin's helm on PATH."""
     bindir = Path(sys.executable).parent
-    env = dict(os.environ, PATH=f"{bindir}:{TWIN_BIN}:{os.environ.get('PATH', '')}",
+    prefix = os.environ.get("GPUSHARE_TWIN_PATH_PREFIX", "")  # e.g. test_site.py's helm shim
+    env = dict(os.environ, PATH=":".join(p for p in (str(bindir), prefix, str(TWIN_BIN), os.environ.get("PATH", "")) if p),
                ANSIBLE_FORCE_COLOR="0", ANSIBLE_NOCOLOR="1", PYTHONUNBUFFERED="1")
     variables = {"gpushare_kubeconfig": str(state_dir() / "admin.kubeconfig"),
                  "gpushare_artifacts_dir": str(state_dir() / "artifacts" / inventory.name), **extra}
