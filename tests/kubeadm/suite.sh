@@ -21,7 +21,7 @@ if [ ! -e .collections/ansible_collections/gpushare/cluster ]; then
   ln -sfn ../../.. .collections/ansible_collections/gpushare/cluster
 fi
 suite_start=$(date +%s)
-say() { echo "45-kubeadm: $*" >&2; }
+say() { echo "kubeadm suite: $*" >&2; }
 fail() { say "FAILED: $*"; exit 1; }
 
 # shellcheck source-path=SCRIPTDIR/../.. source=tests/twin/versions.sh
