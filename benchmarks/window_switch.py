@@ -93,7 +93,7 @@ def measure(inventory: Path, twin: Twin, label: str) -> dict:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n", maxsplit=1)[0])
     parser.add_argument("--nodes", type=int, default=100)
     args = parser.parse_args()
     twin = Twin()

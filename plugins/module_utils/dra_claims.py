@@ -12,7 +12,7 @@ the requested amount qualifies.
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_LABEL  # noqa: F401 (re-exported)
+from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_LABEL
 
 API = "resource.k8s.io/v1"
 DEVICE_CLASS = "gpu.nvidia.com"

@@ -22,8 +22,7 @@ try:
 except ImportError:     # ansible-core depends on PyYAML; this only keeps `import` sanity quiet
     yaml = None
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.constants import (  # noqa: F401 (MANAGED_LABEL re-exported)
-    MANAGED_BY_KEY, MANAGED_BY_VALUE, MANAGED_LABEL)
+from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_BY_KEY, MANAGED_BY_VALUE
 
 # The ConfigMaps render_manifests writes (the gpu_operator role applies them before the chart).
 MIG_CONFIGMAP = "gpushare-mig-config"

@@ -14,7 +14,7 @@ except ImportError:     # ansible-core depends on PyYAML; this only keeps `impor
     yaml = None
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.render_helm import kueue_manager_config
-from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_LABEL  # noqa: F401 (re-exported)
+from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_LABEL
 
 MIG_CONFIGMAP = "gpushare-mig-config"
 DEVICE_PLUGIN_CONFIGMAP = "gpushare-device-plugin-config"

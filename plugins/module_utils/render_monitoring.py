@@ -34,7 +34,7 @@ import json
 import re
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
-from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_LABEL  # noqa: F401 (re-exported)
+from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_LABEL
 
 PROMETHEUS_RULE_NAME = "gpushare-gpu-sharing"
 DASHBOARD_CONFIGMAP = "gpushare-dashboard-gpu-sharing"

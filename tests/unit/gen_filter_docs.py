@@ -61,8 +61,8 @@ def filter_doc(name: str, function) -> str:
            "options": options}
     if positional:
         doc["positional"] = ", ".join(positional)
-    call = "{{ %s | gpushare.cluster.%s%s }}" % (params[0].name, name,
-                                                  "(" + ",\n           ".join(positional) + ")" if positional else "")
+    arguments = "(" + ",\n           ".join(positional) + ")" if positional else ""
+    call = "{{ %s | gpushare.cluster.%s%s }}" % (params[0].name, name, arguments)
     examples = "- name: Use gpushare.cluster.%s\n  ansible.builtin.debug:\n    msg: >-\n      %s\n" % (name, call)
     ret = {"_value": {"description": "The result (see the description).", "type": _type(sig.return_annotation)}}
     return (HEADER + "DOCUMENTATION:\n" + _indent(yaml.safe_dump(doc, sort_keys=False, width=100))
