@@ -22,7 +22,6 @@ import json
 import shutil
 import subprocess
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -67,7 +66,8 @@ class ServiceNetwork:
     def sync(self) -> None:
         for kind in self.KINDS:
             for obj in self.twin.get(kind)["items"]:
-                if any([self._route(h["clientConfig"]) for h in obj.get("webhooks") or []]):
+                routed = [self._route(h["clientConfig"]) for h in obj.get("webhooks") or []]   # every hook, no short cut
+                if any(routed):
                     self.twin.request("PUT", f"{kind}/{obj['metadata']['name']}?fieldManager=twin-service-network", obj)
                     self.rewritten.append(obj["metadata"]["name"])
         # CRD conversion stays on the Service: every client here reads the storage version
