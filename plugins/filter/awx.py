@@ -11,12 +11,8 @@ ansible-core 2.19 in awx.awx 24.6.1.
 
 from __future__ import annotations
 
-import functools
-import json
-
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpushare.cluster.plugins.module_utils import awx_schedules
+from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter
 
 FUNCTIONS = {
     "awx_definitions": awx_schedules.awx_definitions,
@@ -27,24 +23,10 @@ FUNCTIONS = {
 }
 
 
-def _plain(value):
-    """Plain JSON data of an Ansible value (templated strings, lazy containers)."""
-    return json.loads(json.dumps(value))
-
-
-def _filter(name, function):
-    @functools.wraps(function)
-    def run(*args, **kwargs):
-        try:
-            return _plain(function(*_plain(list(args)), **_plain(kwargs)))
-        except (ValueError, KeyError, TypeError) as exc:
-            raise AnsibleFilterError("gpushare.cluster.%s: %s" % (name, exc)) from exc
-    return run
-
-
 class FilterModule:
     """awx_schedules functions as filters."""
 
     def filters(self):
         """Filter name to filter function."""
-        return {name: _filter(name, function) for name, function in FUNCTIONS.items()}
+        return {name: json_filter(name, function, (ValueError, KeyError, TypeError))
+                for name, function in FUNCTIONS.items()}

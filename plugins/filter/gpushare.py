@@ -11,13 +11,9 @@ scalars (as a controller script fed JSON would) and returns JSON-shaped data.
 
 from __future__ import annotations
 
-import functools
-import json
-
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpushare.cluster.plugins.module_utils import (
     constants, node_labels, render_helm, render_monitoring, render_report)
+from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter
 
 # filter name -> renderer function
 RENDERERS = {
@@ -52,19 +48,9 @@ RENDERERS = {
 }
 
 
-def _plain(value):
-    """Plain JSON data (dict, list, str, int, float, bool, None) of an Ansible value."""
-    return json.loads(json.dumps(value))
-
-
 def _filter(name, function):
-    """The filter ``name``: ``function`` on plain arguments; a ValueError is a filter error."""
-    @functools.wraps(function)
-    def run(*args, **kwargs):
-        try:
-            return _plain(function(*_plain(list(args)), **_plain(kwargs)))
-        except ValueError as exc:
-            raise AnsibleFilterError("gpushare.cluster.%s: %s" % (name, exc)) from exc
+    """The filter ``name`` (json_filter) with a docstring naming the renderer it runs."""
+    run = json_filter(name, function)
     run.__doc__ = "gpushare.cluster.%s: %s.%s of the Plan (see its docstring).\n\n%s" % (
         name, function.__module__.rsplit(".", 1)[-1], function.__name__, function.__doc__ or "")
     return run

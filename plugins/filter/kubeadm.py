@@ -13,12 +13,8 @@ Thin wrappers of ``plugins/module_utils/kubeadm_node.py`` (pure Python, changing
 
 from __future__ import annotations
 
-import functools
-import json
-
-from ansible.errors import AnsibleFilterError
-
 from ansible_collections.gpushare.cluster.plugins.module_utils import kubeadm_node
+from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter
 
 FUNCTIONS = {
     "node_name": kubeadm_node.node_name,
@@ -29,25 +25,9 @@ FUNCTIONS = {
 }
 
 
-def _plain(value):
-    """Plain JSON data of an Ansible value."""
-    return json.loads(json.dumps(value))
-
-
-def _filter(name, function):
-    """The filter ``name``: ``function`` on plain arguments; a ValueError is a filter error."""
-    @functools.wraps(function)
-    def run(*args, **kwargs):
-        try:
-            return function(*_plain(list(args)), **_plain(kwargs))
-        except ValueError as exc:
-            raise AnsibleFilterError("gpushare.cluster.%s: %s" % (name, exc)) from exc
-    return run
-
-
 class FilterModule:
     """Node names and the kubeadm role's preflight, redaction and bridge CNI."""
 
     def filters(self):
         """Filter name to filter function."""
-        return {name: _filter(name, function) for name, function in FUNCTIONS.items()}
+        return {name: json_filter(name, function) for name, function in FUNCTIONS.items()}
