@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # A signed apt repository with the pkgs.k8s.io layout (<base>/deb/: flat, InRelease,
 # Release.key) holding kubelet, kubeadm and kubectl packages made from the binaries built
-# from k8s.io/kubernetes (tests/twin/build.sh, tests/kubeadm/build-binaries.sh). The
+# from k8s.io/kubernetes (tests/twin/build.sh kube kube-node). The
 # kubeadm role installs them from it as it would from pkgs.k8s.io or a mirror of it.
 #   usage: build-repo.sh <output base dir>     e.g. .../core:/stable:/v1.35
 # Reused when the binaries and this script are unchanged.
@@ -16,7 +16,7 @@ version=${TWIN_KUBE_VERSION#v}-1.1        # pkgs.k8s.io's revision scheme
 arch=$(dpkg --print-architecture)
 repo=$base/deb
 for b in kubelet kubeadm kubectl; do
-  [ -x "$BIN/$b" ] || { echo "build-repo.sh: $BIN/$b missing (tests/kubeadm/build-binaries.sh)" >&2; exit 1; }
+  [ -x "$BIN/$b" ] || { echo "build-repo.sh: $BIN/$b missing (tests/twin/build.sh kube-node)" >&2; exit 1; }
 done
 stamp="$version $(cat "$0" "$BIN/kubelet" "$BIN/kubeadm" "$BIN/kubectl" | sha256sum | cut -c1-16)"
 if [ "$(cat "$repo/.stamp" 2>/dev/null)" = "$stamp" ] && [ -f "$repo/InRelease" ]; then

@@ -26,8 +26,6 @@ fail() { say "FAILED: $*"; exit 1; }
 
 # shellcheck source-path=SCRIPTDIR/../.. source=tests/twin/versions.sh
 . tests/twin/versions.sh
-# shellcheck source-path=SCRIPTDIR/../.. source=tests/kubeadm/versions.sh
-. tests/kubeadm/versions.sh
 CACHE=${GPUSHARE_TWIN_CACHE:-$HOME/.cache/gpushare-twin}
 NET=gpushare-kubeadm
 CP=gpushare-kubeadm-cp1 WORKER=gpushare-kubeadm-worker1 INTRUDER=gpushare-kubeadm-intruder
@@ -35,8 +33,9 @@ CP=gpushare-kubeadm-cp1 WORKER=gpushare-kubeadm-worker1 INTRUDER=gpushare-kubead
 # Build --------------------------------------------------------------------------------
 tests/molecule/ensure-docker.sh
 tests/molecule/build-image.sh
-tests/twin/build.sh etcd kube           # kube-apiserver, -controller-manager, -scheduler, kubectl, etcd
-tests/kubeadm/build-binaries.sh         # kubelet, kubeadm, kube-proxy, coredns, pause
+# etcd, kube-apiserver, -controller-manager, -scheduler, kubectl; kubelet, kubeadm, kube-proxy,
+# CoreDNS and pause for the nodes.
+tests/twin/build.sh etcd kube kube-node coredns pause
 node_image=$(tests/kubeadm/build-node-image.sh)
 
 own_state=false
@@ -47,7 +46,7 @@ mkdir -p "$GPUSHARE_KUBEADM_STATE"
 state=$GPUSHARE_KUBEADM_STATE
 minor=${TWIN_KUBE_VERSION#v}; minor=${minor%.*}
 export GPUSHARE_KUBEADM_STATE GPUSHARE_KUBEADM_MINOR=$minor GPUSHARE_KUBEADM_VERSION=${TWIN_KUBE_VERSION#v}
-export GPUSHARE_KUBEADM_ETCD_TAG=${TWIN_ETCD_VERSION#v}-0 GPUSHARE_KUBEADM_COREDNS_TAG=$KUBEADM_TEST_COREDNS_VERSION
+export GPUSHARE_KUBEADM_ETCD_TAG=${TWIN_ETCD_VERSION#v}-0 GPUSHARE_KUBEADM_COREDNS_TAG=$TWIN_COREDNS_VERSION
 GPUSHARE_DEBIAN_MIRROR=$(tests/molecule/debian-mirror.sh); export GPUSHARE_DEBIAN_MIRROR
 
 tests/kubeadm/build-repo.sh "$CACHE/kubeadm-repo/core:/stable:/v$minor"

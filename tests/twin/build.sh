@@ -6,7 +6,8 @@
 # (wall time, peak RSS of the biggest compiler/linker process) to build.log in the cache.
 #
 # usage: tests/twin/build.sh [component ...]
-#   components: etcd kube kwok kueue helm kueue-chart prometheus-crds (default all)
+#   components: etcd kube kwok kueue helm kueue-chart prometheus-crds (the default: the twin)
+#               kube-node coredns pause (the kubeadm test's nodes)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source-path=SCRIPTDIR source=versions.sh
@@ -97,19 +98,20 @@ EOF
   mark_current etcd "$v"
 }
 
-build_kube() {
-  local v=$TWIN_KUBE_VERSION sv=$TWIN_KUBE_STAGING_VERSION
-  local cmds="kube-apiserver kube-controller-manager kube-scheduler kubectl"
+# Commands of k8s.io/kubernetes, built through one wrapper module per set (the name is the
+# version stamp's and the source directory's).
+build_kube_commands() {  # name "cmd ..."
+  local name=$1 cmds=$2 v=$TWIN_KUBE_VERSION sv=$TWIN_KUBE_STAGING_VERSION
   # shellcheck disable=SC2086
-  if is_current kube "$v" $cmds; then say "kubernetes $v: reused"; return; fi
+  if is_current "$name" "$v" $cmds; then say "$cmds $v: reused"; return; fi
   # k8s.io/kubernetes replaces every k8s.io/* staging module with ./staging/..., so
   # `go install` refuses it. The wrapper requires it and points each staging module at
   # its published release instead (v1.35.5 <-> v0.35.5).
   local kdir; kdir=$(mod_dir k8s.io/kubernetes "$v")
-  local d=$SRC/kube
+  local d=$SRC/$name
   rm -rf "$d"; mkdir -p "$d"
   {
-    printf 'module gpushare.local/twin/kube\n\ngo 1.25.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$v"
+    printf 'module gpushare.local/twin/%s\n\ngo 1.25.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$name" "$v"
     sed -n '/^replace (/,/^)/p' "$kdir/go.mod" | awk -v sv="$sv" '$2 == "=>" {printf "\t%s => %s %s\n", $1, $1, sv}'
     printf ')\n\ntool (\n'
     for c in $cmds; do printf '\tk8s.io/kubernetes/cmd/%s\n' "$c"; done
@@ -120,7 +122,7 @@ build_kube() {
   local date; date=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   local ldf="" pkg
   # What hack/lib/version.sh sets, so the binaries report a real version (Kueue and
-  # clients read /version).
+  # clients read /version; kubeadm picks the control-plane image tags from its own).
   for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
     ldf+=" -X $pkg.gitVersion=$v -X $pkg.gitMajor=1 -X $pkg.gitMinor=$minor"
     ldf+=" -X $pkg.gitCommit=$commit -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
@@ -130,7 +132,34 @@ build_kube() {
   for c in $cmds; do
     (cd "$d" && measure "$c $v" go build -ldflags "-s -w $ldf" -o "$BIN/$c" "k8s.io/kubernetes/cmd/$c")
   done
-  mark_current kube "$v"
+  mark_current "$name" "$v"
+}
+
+build_kube() { build_kube_commands kube "kube-apiserver kube-controller-manager kube-scheduler kubectl"; }
+
+# What the kubeadm test's node containers run besides the above (tests/kubeadm/suite.sh).
+build_kube-node() { build_kube_commands kube-node "kubelet kubeadm kube-proxy"; }
+
+build_coredns() {
+  local v=$TWIN_COREDNS_VERSION
+  if is_current coredns "$v" coredns; then say "coredns $v: reused"; return; fi
+  GOBIN=$BIN measure "coredns $v" go install -ldflags "-s -w" "github.com/coredns/coredns@$v"
+  mark_current coredns "$v"
+}
+
+# pause from build/pause/linux/pause.c of the same k8s.io/kubernetes, static, with gcc.
+build_pause() {
+  local v=$TWIN_KUBE_VERSION
+  command -v gcc >/dev/null || { echo "build.sh: no gcc (apt-get install gcc libc6-dev) for pause" >&2; return 1; }
+  if [ "$(cat "$BIN/.pause.stamp" 2>/dev/null)" = "pause $v $(gcc -dumpfullversion)" ] && [ -x "$BIN/pause" ]; then
+    say "pause ($v): reused"; return
+  fi
+  local kdir; kdir=$(mod_dir k8s.io/kubernetes "$v")
+  local ver; ver=$(sed -n 's/^TAG ?= //p' "$kdir/build/pause/Makefile")
+  # The upstream Makefile's flags: static, VERSION baked in for `pause -v`.
+  gcc -Os -Wall -Werror -static -DVERSION="v$ver-gpushare" -o "$BIN/pause" "$kdir/build/pause/linux/pause.c"
+  echo "pause $v $(gcc -dumpfullversion)" > "$BIN/.pause.stamp"
+  say "pause $ver from k8s.io/kubernetes@$v: built"
 }
 
 build_kwok() {
@@ -207,7 +236,7 @@ say "start $(date -u +%FT%TZ) $gover, components: ${components[*]}"
 failed=()
 for c in "${components[@]}"; do
   case "$c" in
-    etcd|kube|kwok|kueue|helm|kueue-chart|prometheus-crds) ;;
+    etcd|kube|kwok|kueue|helm|kueue-chart|prometheus-crds|kube-node|coredns|pause) ;;
     *) echo "build.sh: unknown component $c" >&2; exit 2 ;;
   esac
   # One component failing does not stop the others; the script still fails at the end.

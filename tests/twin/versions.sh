@@ -14,3 +14,5 @@ TWIN_GO_MIN=go1.26                    # etcd, kwok and kueue declare go 1.26.0
 TWIN_HELM_VERSION=v4.3.2             # helm.sh/helm/v4: the client kubernetes.core.helm drives
 # prometheus-operator CRDs only (ServiceMonitor, PrometheusRule): no operator runs in the twin.
 TWIN_PROMETHEUS_OPERATOR_VERSION=v0.85.0
+# The kubeadm test's node containers (tests/kubeadm): CoreDNS, the release the module proxy serves.
+TWIN_COREDNS_VERSION=v1.15.0
