@@ -231,7 +231,7 @@ def _node_record(node, share, layouts, whole_team, suffix: str) -> dict:
         elif record["mode"] == "whole":
             record["resource"] = kueue_quotas.DRA_RESOURCE if node.dra else sharing_planner.WHOLE
         gpus.append(record)
-    has_mig = any(g["mig"] for g in gpus)
+    has_mig = sharing_planner.has_mig(gpus)
     labels = {kueue_quotas.MODEL_LABEL: node.model}
     mig_config = None
     if model.mig_capable:

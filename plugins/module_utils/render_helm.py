@@ -22,6 +22,7 @@ try:
 except ImportError:     # ansible-core depends on PyYAML; this only keeps `import` sanity quiet
     yaml = None
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import sharing_planner
 from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_BY_KEY, MANAGED_BY_VALUE
 
 # The ConfigMaps render_manifests writes (the gpu_operator role applies them before the chart).
@@ -101,27 +102,23 @@ def _all_node_states(plan: dict) -> list[dict]:
 
 
 def has_mig(plan: dict) -> bool:
-    return any(gpu.get("mig") for node in _all_node_states(plan) for gpu in node["gpus"])
-
-
-def _node_has_mig(node: dict) -> bool:
-    return any(gpu.get("mig") for gpu in node["gpus"])
+    return any(sharing_planner.has_mig(node["gpus"]) for node in _all_node_states(plan))
 
 
 def mig_strategy(plan: dict) -> str:
-    """ClusterPolicy mig.strategy, consistent with the device-plugin configs (GPU Operator
-    gpu-operator-mig.rst; NVIDIA/k8s-device-plugin README, "MIG strategies").
+    """ClusterPolicy mig.strategy (decided by sharing_planner.cluster_mig_strategy), checked
+    against the device-plugin configs (GPU Operator gpu-operator-mig.rst;
+    NVIDIA/k8s-device-plugin README, "MIG strategies").
 
     The operator sets MIG_STRATEGY on the device plugin and an env beats the config file, so
-    the config of every node with MIG must say the same. Several profiles on one card need
-    mixed. Nodes without MIG may say none: on a node with no MIG device mixed and none
-    advertise the same (whole GPUs as nvidia.com/gpu).
+    the config of every node with MIG must say the same. Nodes without MIG may say none: on a
+    node with no MIG device mixed and none advertise the same (whole GPUs as nvidia.com/gpu).
     """
-    strategy = "mixed" if has_mig(plan) else "none"
+    strategy = sharing_planner.cluster_mig_strategy(_all_node_states(plan))
     for node in _all_node_states(plan):
         config = (node.get("device_plugin_config") or {}).get("config") or {}
         node_strategy = (config.get("flags") or {}).get("migStrategy", "none")
-        if _node_has_mig(node) and node_strategy != strategy:
+        if sharing_planner.has_mig(node["gpus"]) and node_strategy != strategy:
             raise ValueError("node %s has MIG slices but its device-plugin config %s uses migStrategy %s, "
                              "not %s" % (node["name"], node["device_plugin_config"]["name"], node_strategy, strategy))
         if node_strategy not in (strategy, "none"):

@@ -15,6 +15,7 @@ except ImportError:     # ansible-core depends on PyYAML; this only keeps `impor
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.render_helm import kueue_manager_config
 from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils.sharing_planner import cluster_mig_strategy
 
 MIG_CONFIGMAP = "gpushare-mig-config"
 DEVICE_PLUGIN_CONFIGMAP = "gpushare-device-plugin-config"
@@ -41,9 +42,8 @@ def mig_parted_document(nodes_in_states: list[list[dict]]) -> dict:
 
 def device_plugin_documents(nodes_in_states: list[list[dict]]) -> dict[str, dict]:
     """Every node's config by name, plus ``default`` for GPU nodes the plan does not know."""
-    any_mig = any(n.get("mig_config") and n["mig_config"]["name"] != "all-disabled"
-                  for nodes in nodes_in_states for n in nodes)
-    docs = {"default": {"version": "v1", "flags": {"migStrategy": "mixed" if any_mig else "none"}}}
+    strategy = cluster_mig_strategy(n for nodes in nodes_in_states for n in nodes)
+    docs = {"default": {"version": "v1", "flags": {"migStrategy": strategy}}}
     for nodes in nodes_in_states:
         for node in nodes:
             if node.get("device_plugin_config"):

@@ -21,6 +21,7 @@ strategies"; NVIDIA/cloud-native-docs gpu-operator/gpu-sharing.rst):
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import CATALOG, GpuModel
@@ -63,9 +64,30 @@ def node_sharing(model_key: str, modes: dict[int, str], replicas: dict[int, int]
     return NodeSharing("timeSlicing", profile.resource_name, replicas[sliced[0]], True, sliced)
 
 
-def device_plugin_config(sharing: NodeSharing, has_mig: bool) -> dict:
-    """The device plugin config document for one node (ConfigMap value, version v1)."""
-    config: dict = {"version": "v1", "flags": {"migStrategy": "mixed" if has_mig else "none"}}
+def has_mig(gpus: Iterable[dict]) -> bool:
+    """Whether any of these GPU records (a Plan node's ``gpus``) is cut into MIG slices."""
+    return any(gpu.get("mig") for gpu in gpus)
+
+
+def mig_strategy(mig: bool) -> str:
+    """The device plugin's ``migStrategy`` (and the ClusterPolicy's ``mig.strategy``): the one
+    place it is decided. ``mixed`` where there are MIG slices: several profiles on one card
+    need it, each advertised as ``nvidia.com/mig-<profile>``; ``none`` elsewhere. On a node
+    without MIG devices both advertise whole GPUs as ``nvidia.com/gpu``."""
+    return "mixed" if mig else "none"
+
+
+def cluster_mig_strategy(node_states: Iterable[dict]) -> str:
+    """The strategy for the whole cluster (the ClusterPolicy, the device plugin's default
+    config for nodes the Plan does not know): ``mixed`` when any node, in the base state or
+    any sharing window (``node_states`` holds them all), has MIG slices."""
+    return mig_strategy(any(has_mig(node["gpus"]) for node in node_states))
+
+
+def device_plugin_config(sharing: NodeSharing, mig: bool) -> dict:
+    """The device plugin config document for one node (ConfigMap value, version v1);
+    ``mig``: whether the node has MIG slices."""
+    config: dict = {"version": "v1", "flags": {"migStrategy": mig_strategy(mig)}}
     if sharing.method == "timeSlicing":
         config["sharing"] = {"timeSlicing": {
             "renameByDefault": True,
