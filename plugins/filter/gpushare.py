@@ -12,7 +12,7 @@ scalars (as a controller script fed JSON would) and returns JSON-shaped data.
 from __future__ import annotations
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import (
-    constants, node_labels, render_helm, render_monitoring, render_report)
+    constants, kube_calls, node_labels, render_helm, render_monitoring, render_report)
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter
 
 # filter name -> renderer function
@@ -43,6 +43,9 @@ RENDERERS = {
     "not_true": node_labels.not_true,
     # The managed-by label, defined once (constants.py), for the roles' objects and selectors.
     "managed_label": constants.managed_label,
+    # Connection settings and batched-apply results of the roles' kubernetes.core calls.
+    "k8s_auth": kube_calls.k8s_auth,
+    "changed_objects": kube_calls.changed_objects,
     # site.yml's closing summary (render_report.py).
     "team_lines": render_report.team_lines,
 }

@@ -429,13 +429,16 @@ def window_flavors(plan: dict) -> list[str]:
 
 
 def prune_candidates(results: list, wanted: list, protected_flavors: list | tuple = ()) -> list[dict]:
-    """Labelled objects (a looped k8s_info: one kind per loop item with api_version and kind)
-    that the Plan no longer has; ResourceFlavors a window needs are kept. List items of
-    built-in kinds carry no kind/apiVersion, so they come from the loop item."""
+    """Labelled objects that the Plan no longer has; ResourceFlavors a window needs are kept.
+    ``results`` are those of a looped read, one kind per loop item (api_version, kind), with
+    the objects under ``resources`` (k8s_info) or as the one fact a looped set_fact set (a
+    kubernetes.core.k8s lookup). List items of built-in kinds carry no kind/apiVersion, so
+    they come from the loop item."""
     keep = {object_key(o) for o in wanted or []}
     out = []
     for result in results or []:
-        for obj in result.get("resources") or []:
+        listed = result["resources"] if "resources" in result else next(iter((result.get("ansible_facts") or {}).values()), [])
+        for obj in listed or []:
             obj = dict(obj, kind=result["item"]["kind"], apiVersion=result["item"]["api_version"])
             if object_key(obj) in keep or (obj["kind"] == "ResourceFlavor" and obj["metadata"]["name"] in protected_flavors):
                 continue

@@ -15,8 +15,8 @@ description:
   - Validates the C(gpushare_*) inventory variables and computes the one Plan that every
     role of the collection applies, MIG layouts, device-plugin sharing, Kueue quotas and
     DRA claim templates included.
-  - Computes on the controller and changes nothing, so it always reports C(changed=false)
-    and behaves the same in check mode.
+  - Computes on the controller. It changes nothing unless O(dest) is given; then it writes the
+    plan's files there and reports C(changed) when one of them was new or different.
   - When the inventory has problems it fails and lists every one of them with its
     inventory path, the bad value and what is allowed; nothing is returned to apply.
 author:
@@ -186,12 +186,18 @@ options:
       - Time of day C(HH:MM) in C(gpushare_policy.timezone) for O(window=auto), instead of now
         (to preview a window, or for a scheduler that runs a little early).
     type: str
+  dest:
+    description:
+      - Directory to write the plan's files to (RV(files)), created when missing. A file whose
+        content is already the same is left alone, so an unchanged plan reports C(changed=false).
+      - Without it nothing is written.
+    type: path
 attributes:
   check_mode:
-    description: Can run in check_mode and return the same plan; it never changes anything.
+    description: Returns the same plan; with O(dest), reports which files would be written and writes none.
     support: full
   diff_mode:
-    description: Nothing is changed, so there is no diff.
+    description: No diff is shown; RV(written) lists the files that differ.
     support: none
 '''
 
@@ -264,6 +270,11 @@ files:
   returned: success
   type: list
   elements: dict
+written:
+  description: The paths under O(dest) that were (in check mode, would be) written because they were new or different.
+  returned: success
+  type: list
+  elements: str
 summary:
   description: Short table of the split and the team quotas, one line per item.
   returned: success
@@ -277,6 +288,8 @@ problems:
 '''
 
 import json
+import os
+import tempfile
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
@@ -302,6 +315,7 @@ def main():
             gpu_operator_namespace=dict(type='str', default='gpu-operator'),
             window=dict(type='str', default='auto'),
             at=dict(type='str'),
+            dest=dict(type='path'),
         ),
         supports_check_mode=True,
     )
@@ -334,9 +348,38 @@ def main():
         summary.append('Sharing window %s: %s' % (
             'in force at %s %s' % (clock, plan['cluster']['timezone']) if clock else 'chosen',
             '%s (%s-%s)' % (window['name'], window['from'], window['until']) if window else 'none (the base state)'))
-    module.exit_json(changed=False, plan=plan, manifests=render_manifests.render(plan, namespace, window),
+    written = write_files(module, module.params['dest'], files) if module.params['dest'] else []
+    module.exit_json(changed=bool(written), written=written, plan=plan, manifests=render_manifests.render(plan, namespace, window),
                      files=files, summary=summary,
                      window={k: window[k] for k in ('name', 'from', 'until')} if window else None)
+
+
+def write_files(module, dest, files):
+    """Writes each file whose content differs under ``dest`` (not in check mode); returns their paths."""
+    written = []
+    for item in files:
+        path = os.path.join(dest, item['path'])
+        content = item['content'].encode('utf-8')
+        try:
+            with open(path, 'rb') as current:
+                if current.read() == content:
+                    continue
+        except OSError:
+            pass  # missing or unreadable: written below, which names the problem
+        written.append(path)
+        if module.check_mode:
+            continue
+        try:
+            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
+            handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.' + os.path.basename(path))
+            with os.fdopen(handle, 'wb') as out:
+                out.write(content)
+            os.chmod(tmp, 0o644)
+            module.atomic_move(tmp, path)
+        except OSError as err:
+            module.fail_json(msg='Cannot write the plan file %s: %s. Set gpushare_artifacts_dir (or gpushare_plan_dir) '
+                                 'to a writable directory.' % (path, err.strerror or err))
+    return written
 
 
 def choose_window(module, plan):

@@ -17,7 +17,8 @@ for extra in (ROOT / ".collections", Path(__file__).resolve().parent):
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import node_labels, render_helm, render_monitoring  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils import (  # noqa: E402
+    kube_calls, node_labels, render_helm, render_monitoring)
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.render_manifests import render  # noqa: E402
 from inventories import EXAMPLE_NAMES, load_example  # noqa: E402
@@ -30,6 +31,7 @@ HELM = ("gpu_operator_values", "dra_driver_values", "kueue_values", "kueue_manag
         "window_flavors", "prune_candidates", "pods_on_changing_gpus", "gpu_layout_since")
 MONITORING = ("monitoring_objects", "prometheus_rule", "team_dashboard", "dashboard_configmap")
 NODE_LABELS = ("node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed", "not_true")
+KUBE_CALLS = ("k8s_auth", "changed_objects")
 
 
 def _json(value):
@@ -37,7 +39,10 @@ def _json(value):
 
 
 def test_filter_names_map_to_the_renderers():
-    assert set(FILTERS) == set(HELM) | set(MONITORING) | set(NODE_LABELS) | {"inventory_nodes", "team_lines", "managed_label"}
+    assert set(FILTERS) == (set(HELM) | set(MONITORING) | set(NODE_LABELS) | set(KUBE_CALLS)
+                            | {"inventory_nodes", "team_lines", "managed_label"})
+    for name in KUBE_CALLS:
+        assert FILTERS[name].__wrapped__ is getattr(kube_calls, name), name
     for name in NODE_LABELS:
         assert FILTERS[name].__wrapped__ is getattr(node_labels, name), name
     for name in HELM:
@@ -86,6 +91,33 @@ def test_filters_give_the_renderers_results():
         for name, args in calls:
             module = render_helm if name in HELM else render_monitoring
             assert FILTERS[name](*args) == _json(getattr(module, name)(*args)), (example, name)
+
+
+def test_k8s_auth_leaves_out_what_is_not_given():
+    assert FILTERS["k8s_auth"]("/etc/admin.conf", "") == {"kubeconfig": "/etc/admin.conf"}
+    assert FILTERS["k8s_auth"](None, None) == {}
+    assert FILTERS["k8s_auth"]("", "prod") == {"context": "prod"}
+
+
+def test_changed_objects_of_one_definition_and_of_a_list():
+    def applied(kind, name, namespace=None, changed=True):
+        meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+        return {"changed": changed, "result": {"kind": kind, "metadata": meta}}
+    assert FILTERS["changed_objects"](applied("Namespace", "gpu-operator")) == ["Namespace//gpu-operator"]
+    assert FILTERS["changed_objects"](applied("Namespace", "gpu-operator", changed=False)) == []
+    batch = {"changed": True, "result": {"results": [applied("Namespace", "gpu-operator", changed=False),
+                                                      applied("ConfigMap", "a", "gpu-operator"),
+                                                      applied("ConfigMap", "b", "gpu-operator", changed=False)]}}
+    assert FILTERS["changed_objects"](batch) == ["ConfigMap/gpu-operator/a"]
+
+
+def test_prune_candidates_reads_a_looped_lookup_as_a_looped_k8s_info():
+    kind = {"kind": "Cohort", "api_version": "kueue.x-k8s.io/v1beta2"}
+    gone = [{"metadata": {"name": "gone"}}, {"metadata": {"name": "kept"}}]
+    keep = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "kept"}}]
+    expected = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "gone"}}]
+    assert render_helm.prune_candidates([{"item": kind, "resources": gone}], keep) == expected
+    assert render_helm.prune_candidates([{"item": kind, "ansible_facts": {"_kueue_labelled_objects": gone}}], keep) == expected
 
 
 def test_filters_give_plain_json_data():

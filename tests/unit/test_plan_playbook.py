@@ -33,6 +33,12 @@ def run_plan(inventory: Path, plan_dir: Path, *extra: str) -> tuple[int, dict, s
     return proc.returncode, result, proc.stderr
 
 
+def plan_task(result) -> dict:
+    """The plan module's result on localhost."""
+    task = next(t for t in result["plays"][0]["tasks"] if t["task"]["name"].endswith("Compute the plan from the inventory"))
+    return task["hosts"]["localhost"]
+
+
 def changed(result) -> int:
     return result["stats"]["localhost"]["changed"]
 
@@ -51,6 +57,28 @@ def test_plan_playbook_writes_the_plan_and_is_idempotent(example, tmp_path):
     rc, again, err = run_plan(EXAMPLES / example, plan_dir)
     assert rc == 0, err
     assert changed(again) == 0
+
+
+def test_only_a_file_that_differs_is_written(tmp_path):
+    plan_dir = tmp_path / "plan"
+    assert run_plan(EXAMPLES / "four-gpu-server", plan_dir)[0] == 0
+    (plan_dir / "report.md").write_text("edited by hand\n")
+    before = (plan_dir / "plan.json").stat().st_mtime_ns
+    rc, result, err = run_plan(EXAMPLES / "four-gpu-server", plan_dir)
+    assert rc == 0, err
+    assert plan_task(result)["written"] == [str(plan_dir / "report.md")]
+    assert changed(result) == 1
+    assert (plan_dir / "plan.json").stat().st_mtime_ns == before
+    assert (plan_dir / "report.md").read_text().startswith("#")
+
+
+def test_an_unwritable_plan_directory_is_named(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory\n")
+    rc, result, err = run_plan(EXAMPLES / "four-gpu-server", blocker / "plan")
+    assert rc != 0
+    msg = plan_task(result)["msg"]
+    assert msg.startswith("Cannot write the plan file %s/plan/plan.json" % blocker) and "gpushare_artifacts_dir" in msg
 
 
 def test_check_mode_writes_nothing(tmp_path):
@@ -89,8 +117,7 @@ def test_the_summary_names_the_window_in_force(at, expected):
 def test_a_bad_window_choice_fails_with_the_fix(tmp_path, extra, message):
     rc, result, err = run_plan(EXAMPLES / "four-gpu-server", tmp_path / "plan", *extra)
     assert rc != 0
-    task = next(t for t in result["plays"][0]["tasks"] if t["task"]["name"].endswith("Compute the plan from the inventory"))
-    assert task["hosts"]["localhost"]["msg"] == message
+    assert plan_task(result)["msg"] == message
     assert not (tmp_path / "plan").exists()
 
 
@@ -104,7 +131,7 @@ def test_a_bad_inventory_fails_naming_the_path_and_writes_nothing(tmp_path):
     plan_dir = tmp_path / "plan"
     rc, result, err = run_plan(inventory, plan_dir)
     assert rc != 0
-    task = result["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    task = plan_task(result)
     assert task["failed"]
     paths = {p["path"] for p in task["problems"]}
     assert paths == {"gpushare_teams[0].borrow", "hostvars[gpu01].gpushare_node.gpu_model"}
@@ -123,7 +150,7 @@ def test_a_gpu_host_without_host_vars_gets_the_planners_message(tmp_path):
     (inventory / "hosts.yml").write_text(yaml.safe_dump(hosts))
     rc, result, err = run_plan(inventory, tmp_path / "plan")
     assert rc != 0
-    task = result["plays"][0]["tasks"][0]["hosts"]["localhost"]
+    task = plan_task(result)
     problem = next(p for p in task["problems"] if p["path"] == "hostvars[gpu02].gpushare_node")
     assert "host_vars/gpu02.yml" in problem["hint"]
     assert "HostVarsVars" not in task["msg"]
