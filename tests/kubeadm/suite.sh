@@ -136,7 +136,7 @@ play() {  # log-name [ansible-playbook args...]
   local t0; t0=$(date +%s)
   set +e
   ANSIBLE_FORCE_COLOR=0 ANSIBLE_PIPELINING=true ANSIBLE_CALLBACKS_ENABLED=ansible.posix.profile_tasks \
-    ansible-playbook -i tests/kubeadm/inventory playbooks/kubernetes.yml "$@" \
+    ansible-playbook -i "${INVENTORY:-tests/kubeadm/inventory}" playbooks/kubernetes.yml "$@" \
     > "$state/$name.log" 2>&1
   local rc=$?
   set -e
@@ -197,17 +197,17 @@ expect_refusal() {  # log-name message [playbook args...]
   if play "$name" "$@"; then fail "$name: the run succeeded; expected: $message"; fi
   grep -qF "$message" "$state/$name.log" || { tail -n 30 "$state/$name.log" >&2; fail "$name: no \"$message\""; }
 }
-node "$INTRUDER" node-c
-wait_for 60 "$INTRUDER booted" docker exec "$INTRUDER" systemctl is-system-running
 docker exec "$WORKER" sh -c 'printf "Filename\tType\tSize\tUsed\tPriority\n/swapfile-test\tfile\t1048572\t0\t-2\n" > /run/fake-swaps &&
   mount --bind /run/fake-swaps /proc/swaps && mount -t tmpfs -o size=4k no-br-netfilter /proc/sys/net/bridge'
-expect_refusal preflight-host "GPU-Worker1.lab.example: swap is on (/swapfile-test)" \
-  -i tests/kubeadm/intruder.yml --tags kubernetes
+expect_refusal preflight-host "GPU-Worker1.lab.example: swap is on (/swapfile-test)" --tags kubernetes
 grep -qF "kernel module br_netfilter is not loaded (no /proc/sys/net/bridge/bridge-nf-call-iptables)" "$state/preflight-host.log" \
   || fail "preflight-host: missing br_netfilter not reported"
-grep -qF "the Kubernetes node name gpu-worker1 is already taken by another machine" "$state/preflight-host.log" \
-  || fail "preflight-host: the intruder's node name was not refused"
 docker exec "$WORKER" sh -c 'umount /proc/sys/net/bridge && umount /proc/swaps'
+node "$INTRUDER" node-c
+wait_for 60 "$INTRUDER booted" docker exec "$INTRUDER" systemctl is-system-running
+INVENTORY=tests/kubeadm/intruder.yml expect_refusal preflight-name \
+  "the Kubernetes node name gpu-worker1 is already taken by another machine" \
+  -e @tests/kubeadm/inventory/group_vars/all.yml --tags kubernetes
 docker rm -f -v "$INTRUDER" >/dev/null
 docker exec "$WORKER" sh -c 'printf "version = 2\n[plugins.\"io.containerd.grpc.v1.cri\".containerd.runtimes.runc.options]\n  SystemdCgroup = false\n" \
   > /etc/containerd/conf.d/50-cgroupfs.toml && systemctl restart containerd'

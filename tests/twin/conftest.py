@@ -98,6 +98,19 @@ def site_playbook(inventory: Path, tags: list, extra: dict, at: str | None = "08
     return {"counts": counts, "stdout": proc.stdout, "rc": proc.returncode, "seconds": round(seconds, 1)}
 
 
+def twin_inventory(tmp_path_factory, name: str, policy: dict | None = None, extra_vars: dict | None = None) -> Path:
+    """A copy of the example inventory with group_vars/all/twin.yml (what the twin needs)."""
+    inv = tmp_path_factory.mktemp(name) / "four-gpu-server"
+    shutil.copytree(EXAMPLE, inv, ignore=shutil.ignore_patterns("artifacts"))
+    if policy:
+        policy_file = inv / "group_vars" / "all" / "policy.yml"
+        data = yaml.safe_load(policy_file.read_text())
+        data["gpushare_policy"].update(policy)
+        policy_file.write_text(yaml.safe_dump(data))
+    (inv / "group_vars" / "all" / "twin.yml").write_text(yaml.safe_dump(extra_vars or {}))
+    return inv
+
+
 def run_playbook(inventory: Path, at: str = "08:00", check: bool = True, roles: tuple = ()) -> dict:
     """site.yml's GPU stack for the state in force at ``at``, with only ``roles`` if given
     (default gpu_operator, dra_driver, kueue), nothing installed (NO_INSTALL)."""

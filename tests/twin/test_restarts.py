@@ -1,6 +1,7 @@
 """A crash of kube-apiserver or of Kueue in the middle of a roles run is survived by
 re-running: the re-run succeeds, the run after it changes nothing, and the twin holds the
-state the Plan asks for.
+state the Plan asks for. Before them: the night switch refused while notebooks hold the GPU
+it re-partitions, then the same switch with allow_disruption (cordon, drain, switch, uncordon).
 
 Each run is playbooks/site.yml (gpu_operator, kueue stages) switching the sharing
 window; tests/twin/restart.sh SIGKILLs the process at a chosen task (TRIGGER), keeps it down
@@ -15,14 +16,14 @@ import time
 
 import pytest
 
-from conftest import EXAMPLE, NO_INSTALL, ROOT, run_playbook, site_command, write_results
+from conftest import EXAMPLE, NO_INSTALL, ROOT, run_playbook, site_command, twin_inventory, write_results
 from twinclient import is_true
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 # When each crash happens: kube-apiserver as the gpu_operator role patches the node's labels
 # (the MIG change), Kueue as the kueue role applies its objects (its webhooks refuse then).
 TRIGGER = {"kube-apiserver": "TASK [gpushare.cluster.gpu_operator : Labels | Patch the nodes whose labels change",
-           "kueue": "TASK [gpushare.cluster.kueue : Apply | ResourceFlavors"}
+           "kueue": "TASK [gpushare.cluster.kueue : Apply | Team namespaces"}
 RESULTS: dict = {}
 
 
@@ -66,7 +67,7 @@ def cluster_queues_active(twin) -> bool:
 def test_the_night_switch_is_refused_while_notebooks_hold_gpu_2(twin_session, example_plan, roles_apply):
     """The example day leaves the morning notebooks running on GPU 2. Switching to the night
     layout would re-partition GPU 2 under them: the gpu_operator role refuses and names them,
-    the node keeps its labels. Once they are gone the tests below switch."""
+    the node keeps its labels."""
     twin = twin_session
     node = example_plan["nodes"][0]
     before = twin.get(f"/api/v1/nodes/{node['name']}")["metadata"]["labels"]
@@ -75,8 +76,32 @@ def test_the_night_switch_is_refused_while_notebooks_hold_gpu_2(twin_session, ex
     assert "The plan changes nvidia.com/mig.config on gpu01 (GPU pods: data-science/notebook-0-morning" in refused["stdout"]
     assert "prod-serving" not in refused["stdout"].split("GPU pods:")[1].split(")")[0]  # vLLM and MIG services are not in the way
     assert twin.get(f"/api/v1/nodes/{node['name']}")["metadata"]["labels"] == before
-    # The crash tests below start from an idle cluster: every team's Jobs deleted.
+
+
+def test_allow_disruption_drains_the_node_then_switches(tmp_path_factory, twin_session, example_plan, roles_apply):
+    """The same switch with gpushare_policy.allow_disruption: true: the gpu_operator role
+    cordons gpu01, drains it (the notebooks holding GPU 2 are evicted, as is every other pod
+    on the node: a drain is per node), changes the MIG layout, waits for the MIG Manager and
+    uncordons. Then every team's Jobs are deleted and the base state is applied again, so the
+    crash tests below start from an idle cluster in the base state."""
+    twin = twin_session
+    node = example_plan["nodes"][0]["name"]
     namespaces = [ns for team in example_plan["teams"] for ns in team["namespaces"]]
+    notebooks = {p["metadata"]["uid"] for p in twin.get("/api/v1/namespaces/data-science/pods")["items"]
+                 if p["metadata"]["name"].startswith("notebook-") and p["spec"].get("nodeName") == node}
+    assert notebooks, "the example day left no notebook pod on " + node
+    inventory = twin_inventory(tmp_path_factory, "disruption", policy={"allow_disruption": True})
+    drained = run_playbook(inventory, at="19:00")
+    drain_task = drained["stdout"].split("Labels | Cordon and drain nodes with GPU pods before the MIG change]", 1)[1]
+    assert f"changed: [localhost] => (item={node})" in drain_task.split("TASK [", 1)[0], drain_task[:2000]
+    live_pods = twin.get(f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")["items"]
+    assert not notebooks & {p["metadata"]["uid"] for p in live_pods}, "a drained notebook pod is still there"
+    live = twin.get(f"/api/v1/nodes/{node}")
+    assert not live["spec"].get("unschedulable"), "the node was left cordoned"
+    night = next(w for w in example_plan["windows"] if w["name"] == "night")["nodes"][0]
+    assert {k: live["metadata"]["labels"].get(k) for k in night["labels"]} == night["labels"]
+    RESULTS["drain_switch_s"] = drained["seconds"]
+    # The crash tests below start from an idle cluster in the base state.
     for ns in namespaces:
         for job in twin.get(f"/apis/batch/v1/namespaces/{ns}/jobs")["items"]:
             twin.request("DELETE", f"/apis/batch/v1/namespaces/{ns}/jobs/{job['metadata']['name']}",
@@ -84,6 +109,7 @@ def test_the_night_switch_is_refused_while_notebooks_hold_gpu_2(twin_session, ex
                          ok=(200, 202, 404))
     twin.wait_for("the teams' pods gone", lambda: not any(
         twin.get(f"/api/v1/namespaces/{ns}/pods")["items"] for ns in namespaces), timeout=120)
+    run_playbook(EXAMPLE, at="07:00")
 
 
 @pytest.mark.parametrize("component, at, window", [("kube-apiserver", "19:00", "night"), ("kueue", "07:00", None)])

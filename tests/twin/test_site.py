@@ -11,7 +11,7 @@ that can be had here.
 - Monitoring with the prometheus-operator CRDs (v0.85.0 module) and the chart install off
   (monitoring_install: false): namespace, Grafana Secret, PrometheusRule, dashboards.
 - gpu_operator and dra_driver with their installs off (their charts cannot be had here).
-- Two runs: the second upgrades nothing (release revision 1, the helm task unchanged).
+- Two runs: the second changes nothing (changed=0, release revision 1).
 - Labels the Plan drops are removed: a DRA node moved back to the device plugin loses
   nvidia.com/gpu.deploy.device-plugin=false.
 """
@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 import gpu_nodes
-from conftest import EXAMPLE, NO_INSTALL, ROOT, TWIN_BIN, site_playbook, write_results
+from conftest import EXAMPLE, NO_INSTALL, ROOT, TWIN_BIN, site_playbook, twin_inventory, write_results
 from twinclient import ApiError, is_true, state_dir
 
 SHARE = TWIN_BIN.parent / "share"
@@ -146,19 +146,6 @@ def kubectl(*args: str) -> str:
                           capture_output=True, text=True, check=True, timeout=300).stdout
 
 
-def twin_inventory(tmp_path_factory, name: str, policy: dict | None = None, extra_vars: dict | None = None) -> Path:
-    """A copy of the example inventory with group_vars/all/twin.yml (what the twin needs)."""
-    inv = tmp_path_factory.mktemp(name) / "four-gpu-server"
-    shutil.copytree(EXAMPLE, inv, ignore=shutil.ignore_patterns("artifacts"))
-    if policy:
-        policy_file = inv / "group_vars" / "all" / "policy.yml"
-        data = yaml.safe_load(policy_file.read_text())
-        data["gpushare_policy"].update(policy)
-        policy_file.write_text(yaml.safe_dump(data))
-    (inv / "group_vars" / "all" / "twin.yml").write_text(yaml.safe_dump(extra_vars or {}))
-    return inv
-
-
 # The kueue role installs the chart from the module's copy; everything else as a user sets it.
 CHART_VARS = {
     "kueue_install": True,
@@ -234,9 +221,10 @@ def site_runs(tmp_path_factory, twin_session, operator_sim, monkeypatch_module):
 def test_site_installs_the_kueue_chart_and_changes_nothing_the_second_time(twin_session, site_runs):
     assert site_runs["first"]["counts"]["failed"] == 0
     assert site_runs["first"]["counts"]["changed"] > 0
-    # The second run upgrades nothing: the release stays at revision 1 (checked below), and
-    # the helm task itself reports no change.
+    # The second run changes nothing: no task reports a change, the release stays at
+    # revision 1 (checked below) and the helm task itself reports no change.
     assert site_runs["second"]["counts"]["failed"] == 0
+    assert site_runs["second"]["counts"]["changed"] == 0, changed_tasks(site_runs["second"]["stdout"])
     helm_task = site_runs["second"]["stdout"].split("TASK [gpushare.cluster.kueue : Apply | Kueue with Helm]", 1)[1]
     assert helm_task.split("TASK [", 1)[0].strip().splitlines()[-1].startswith("ok: [localhost]"), helm_task[:2000]
     releases = json.loads(subprocess.run(
@@ -252,6 +240,11 @@ def test_site_installs_the_kueue_chart_and_changes_nothing_the_second_time(twin_
     pods = twin_session.get("/api/v1/namespaces/kueue-system/pods?labelSelector=control-plane%3Dcontroller-manager")["items"]
     assert pods and all(p["status"]["phase"] == "Running" for p in pods), [p["status"] for p in pods]
     assert "kueue-mutating-webhook-configuration" in site_runs["rewritten"]
+
+
+def changed_tasks(stdout: str) -> list[str]:
+    """The TASK headers of an ansible-playbook output whose hosts reported changed."""
+    return [block.split("]", 1)[0] for block in stdout.split("TASK [")[1:] if "\nchanged: " in block]
 
 
 def test_monitoring_objects_applied_with_the_prometheus_operator_crds(twin_session, site_runs):

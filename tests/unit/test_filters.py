@@ -105,9 +105,9 @@ def test_changed_objects_of_one_definition_and_of_a_list():
         return {"changed": changed, "result": {"kind": kind, "metadata": meta}}
     assert FILTERS["changed_objects"](applied("Namespace", "gpu-operator")) == ["Namespace//gpu-operator"]
     assert FILTERS["changed_objects"](applied("Namespace", "gpu-operator", changed=False)) == []
-    batch = {"changed": True, "result": {"results": [applied("Namespace", "gpu-operator", changed=False),
-                                                      applied("ConfigMap", "a", "gpu-operator"),
-                                                      applied("ConfigMap", "b", "gpu-operator", changed=False)]}}
+    results = [applied("Namespace", "gpu-operator", changed=False), applied("ConfigMap", "a", "gpu-operator"),
+               applied("ConfigMap", "b", "gpu-operator", changed=False)]
+    batch = {"changed": True, "result": {"results": results}}
     assert FILTERS["changed_objects"](batch) == ["ConfigMap/gpu-operator/a"]
 
 
