@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 import gpu_nodes
-from conftest import EXAMPLE, NO_INSTALL, ROOT, TWIN_BIN, site_playbook, twin_inventory, write_results
+from conftest import NO_INSTALL, ROOT, TWIN_BIN, site_playbook, twin_inventory, write_results
 from twinclient import ApiError, is_true, state_dir
 
 SHARE = TWIN_BIN.parent / "share"
