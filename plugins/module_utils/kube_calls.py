@@ -17,13 +17,12 @@ def k8s_auth(kubeconfig=None, context=None) -> dict:
 def changed_objects(result: dict) -> list:
     """Names ("Kind/namespace/name", namespace empty when cluster-scoped) of the objects a
     registered ``kubernetes.core.k8s`` result changed, for one definition or a list of them."""
-    results = (result.get("result") or {}).get("results") if isinstance(result.get("result"), dict) else None
-    if results is None:
-        results = [result]
+    inner = result.get("result")
+    results = inner["results"] if isinstance(inner, dict) and "results" in inner else [result]
     names = []
     for item in results:
-        obj = item.get("result") or {}
-        meta = obj.get("metadata") or {}
         if item.get("changed"):
+            obj = item.get("result") or {}
+            meta = obj.get("metadata") or {}
             names.append("%s/%s/%s" % (obj.get("kind", ""), meta.get("namespace", ""), meta.get("name", "")))
     return names
