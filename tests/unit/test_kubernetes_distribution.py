@@ -7,11 +7,9 @@ and its host plays read the distribution from it; nothing else reads the invento
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +20,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.errors import Pla
 from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
 
 from inventories import EXAMPLES, ROOT, example_day
+from playbooks import run_playbook
 
 ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook", path=os.path.dirname(sys.executable))
 FROM_THE_PLAN = "{{ hostvars['localhost'].gpushare_plan.plan.cluster.kubernetes_distribution }}"
@@ -104,20 +103,6 @@ def test_host_prep_on_its_own_prepares_for_kubeadm():
     spec = yaml.safe_load((ROOT / "roles/host_prep/meta/argument_specs.yml").read_text())
     assert defaults["host_prep_kubernetes_distribution"] == "kubeadm"
     assert spec["argument_specs"]["main"]["options"]["host_prep_kubernetes_distribution"]["default"] == "kubeadm"
-
-
-def run_playbook(playbook: str, inventory: Path, *extra: str) -> tuple[int, dict, str]:
-    assert ANSIBLE_PLAYBOOK, "ansible-playbook must be installed next to %s (make test installs it)" % sys.executable
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_STDOUT_CALLBACK="json",
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(inventory), str(ROOT / "playbooks" / playbook), *extra],
-                          capture_output=True, text=True, env=env, check=False)
-    try:
-        result = json.loads(proc.stdout)
-    except ValueError:
-        pytest.fail("ansible-playbook printed no JSON:\n%s\n%s" % (proc.stdout, proc.stderr))
-    return proc.returncode, result, proc.stderr
 
 
 def plan_runs(result: dict) -> list[dict]:

@@ -6,12 +6,7 @@ managed_label filter (constants.MANAGED_LABEL), never written out in the role.""
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import shutil
-import subprocess
-import sys
 
 import pytest
 import yaml
@@ -19,11 +14,9 @@ import yaml
 from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_BY_KEY, MANAGED_LABEL
 
 from inventories import EXAMPLES, ROOT
+from playbooks import run_playbook
 
 ROLE = ROOT / "roles" / "monitoring"
-ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook", path=os.path.dirname(sys.executable))
-
-
 def role_code() -> dict[str, str]:
     """Each YAML file of the role without its comments."""
     return {str(p.relative_to(ROOT)): "\n".join(re.sub(r"(^|\s)#.*", "", line) for line in p.read_text().splitlines())
@@ -42,19 +35,6 @@ def test_no_literal_defined_elsewhere_is_repeated(literal):
     assert not [path for path, text in role_code().items() if literal in text]
 
 
-def run(playbook: str, *args: str, inventory: str | None = None) -> tuple[int, dict, str]:
-    assert ANSIBLE_PLAYBOOK, "ansible-playbook must be installed next to %s (make test installs it)" % sys.executable
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_STDOUT_CALLBACK="json",
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", inventory or "localhost,", playbook, *args],
-                          capture_output=True, text=True, env=env, check=False)
-    try:
-        return proc.returncode, json.loads(proc.stdout), proc.stderr
-    except ValueError:
-        pytest.fail("ansible-playbook printed no JSON:\n%s\n%s" % (proc.stdout, proc.stderr))
-
-
 def test_a_plan_that_is_not_the_modules_result_is_refused_by_the_common_check(tmp_path):
     playbook = tmp_path / "monitoring.yml"
     playbook.write_text(yaml.safe_dump([{
@@ -62,7 +42,7 @@ def test_a_plan_that_is_not_the_modules_result_is_refused_by_the_common_check(tm
         "tasks": [{"ansible.builtin.include_role": {"name": "gpushare.cluster.monitoring"},
                    "vars": {"monitoring_plan": {"plan": {"format": "something else"}},
                             "monitoring_render_only": True, "monitoring_render_dir": str(tmp_path / "out")}}]}]))
-    rc, result, err = run(str(playbook))
+    rc, result, err = run_playbook(playbook, "localhost,")
     assert rc != 0
     failed = [t for t in result["plays"][0]["tasks"] if t["hosts"]["localhost"].get("failed")]
     assert [t["task"]["name"] for t in failed] == ["gpushare.cluster.common : Preflight | The plan is the result of gpushare.cluster.plan"]
@@ -71,9 +51,9 @@ def test_a_plan_that_is_not_the_modules_result_is_refused_by_the_common_check(tm
 
 
 def test_rendered_secret_carries_the_one_managed_label(tmp_path):
-    rc, result, err = run(str(ROOT / "playbooks" / "site.yml"), "--check", "--tags", "plan,monitoring",
-                          "-e", "gpushare_render_only=true", "-e", "gpushare_window=none",
-                          "-e", "gpushare_plan_dir=%s" % tmp_path, inventory=str(EXAMPLES / "four-gpu-server" / "hosts.yml"))
+    rc, result, err = run_playbook("site.yml", EXAMPLES / "four-gpu-server" / "hosts.yml", "--check", "--tags", "plan,monitoring",
+                                   "-e", "gpushare_render_only=true", "-e", "gpushare_window=none",
+                                   "-e", "gpushare_plan_dir=%s" % tmp_path)
     assert rc == 0, err
     secret = yaml.safe_load((tmp_path / "rendered" / "monitoring" / "grafana-admin-secret.yaml").read_text())
     assert secret["metadata"] == {"name": "gpushare-grafana-admin", "namespace": "monitoring", "labels": MANAGED_LABEL}

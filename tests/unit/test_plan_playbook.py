@@ -4,33 +4,17 @@ run changes nothing, check mode writes nothing, a bad inventory fails naming the
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from inventories import EXAMPLE_NAMES, EXAMPLES, ROOT
-
-ANSIBLE_PLAYBOOK = shutil.which("ansible-playbook", path=os.path.dirname(sys.executable))
-
+from playbooks import run_playbook
 
 def run_plan(inventory: Path, plan_dir: Path, *extra: str) -> tuple[int, dict, str]:
-    assert ANSIBLE_PLAYBOOK, "ansible-playbook must be installed next to %s (make test installs it)" % sys.executable
-    env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"),
-               ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"), ANSIBLE_STDOUT_CALLBACK="json",
-               ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_PYTHON_INTERPRETER=sys.executable)
-    proc = subprocess.run([ANSIBLE_PLAYBOOK, "-i", str(inventory), str(ROOT / "playbooks" / "plan.yml"),
-                           "-e", "gpushare_plan_dir=%s" % plan_dir, *extra],
-                          capture_output=True, text=True, env=env, check=False)
-    try:
-        result = json.loads(proc.stdout)
-    except ValueError:
-        pytest.fail("ansible-playbook printed no JSON:\n%s\n%s" % (proc.stdout, proc.stderr))
-    return proc.returncode, result, proc.stderr
+    return run_playbook("plan.yml", inventory, "-e", "gpushare_plan_dir=%s" % plan_dir, *extra)
 
 
 def plan_task(result) -> dict:
