@@ -101,18 +101,55 @@ def states(plan: dict) -> dict:
     return out
 
 
-class OperatorSim:
+class Reconciler:
+    """Calls sync() every INTERVAL seconds on a daemon thread from start() to stop(); an
+    AssertionError from sync() ends the loop and is raised again by stop()."""
+
+    name = "reconciler"
+
+    def __init__(self, twin, interval: float):
+        self.twin, self.interval = twin, interval
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def sync(self):
+        raise NotImplementedError
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                self.sync()
+            except (OSError, ApiError):
+                continue  # the apiserver restarting (test_restarts) or a concurrent writer: the next pass retries
+            except AssertionError as exc:  # reported by stop()
+                self.errors.append(str(exc))
+                return
+
+    def start(self):
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread:
+            self._thread.join(timeout=10)
+        if self.errors:
+            raise AssertionError("%s failed: %s" % (self.name, "; ".join(self.errors)))
+
+
+class OperatorSim(Reconciler):
     """The MIG Manager and device plugin stand-in for the Plan's nodes (see the module doc)."""
 
+    name = "operator stand-in"
+
     def __init__(self, twin, plan: dict, interval: float = 0.2):
-        self.twin, self.interval = twin, interval
+        super().__init__(twin, interval)
         self.base = {n["name"]: n for n in plan["nodes"]}
         self.states = states(plan)
         self.current: dict[str, tuple] = {}
         self.advertised: list[tuple] = []  # (node, dp config, mig config), in order
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def sync(self) -> list[str]:
         """One reconcile pass; returns the nodes re-advertised."""
@@ -132,25 +169,3 @@ class OperatorSim:
                 self.twin.request("PATCH", node_path(name), {"metadata": {"labels": {MIG_STATE_LABEL: "success"}}},
                                   content_type="application/merge-patch+json")
         return changed
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.sync()
-            except (OSError, ApiError):
-                continue  # the apiserver is down or restarting (test_restarts): try again
-            except AssertionError as exc:  # reported by stop()
-                self.errors.append(str(exc))
-                return
-
-    def start(self) -> OperatorSim:
-        self._thread = threading.Thread(target=self._run, name="operator-sim", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join(timeout=10)
-        if self.errors:
-            raise AssertionError("operator stand-in failed: " + "; ".join(self.errors))

@@ -21,7 +21,6 @@ import base64
 import json
 import shutil
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
@@ -38,7 +37,7 @@ WEBHOOK_SERVICE = ("kueue-system", "kueue-webhook-service")
 RESULTS: dict = {}
 
 
-class ServiceNetwork:
+class ServiceNetwork(gpu_nodes.Reconciler):
     """Stand-in for what makes the chart's Kueue webhooks reachable in a real cluster
     (kube-proxy, and the CA bundle Kueue's certificate manager injects): every webhook
     configuration naming the Service kueue-system/kueue-webhook-service is
@@ -47,13 +46,13 @@ class ServiceNetwork:
     KINDS = ("/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations",
              "/apis/admissionregistration.k8s.io/v1/validatingwebhookconfigurations")
 
+    name = "service network"
+
     def __init__(self, twin, interval: float = 0.2):
-        self.twin, self.interval = twin, interval
+        super().__init__(twin, interval)
         self.url = twin.env["TWIN_KUEUE_WEBHOOK"].rstrip("/")
         self.ca = base64.b64encode(Path(twin.env["TWIN_CA"]).read_bytes()).decode()
         self.rewritten: list[str] = []
-        self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
 
     def _route(self, client_config: dict) -> bool:
         service = client_config.get("service")
@@ -73,23 +72,6 @@ class ServiceNetwork:
         # CRD conversion stays on the Service: every client here reads the storage version
         # (v1beta2), so nothing is converted, and Helm's server-side apply would otherwise meet
         # both a url and a service.
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                self.sync()
-            except (OSError, ApiError):
-                continue  # a conflict with a concurrent writer: the next pass retries
-
-    def start(self) -> ServiceNetwork:
-        self._thread = threading.Thread(target=self._run, name="service-network", daemon=True)
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        if self._thread:
-            self._thread.join(timeout=10)
 
 
 WEBHOOK_NAMES = ("kueue-mutating-webhook-configuration", "kueue-validating-webhook-configuration")
