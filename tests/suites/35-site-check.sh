@@ -7,16 +7,9 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
-if [ -x "$root/.venv/bin/python" ]; then
-  export PATH="$root/.venv/bin:$PATH"
-fi
+source tests/suite-env.sh
 export ANSIBLE_CONFIG="$root/ansible.cfg"
-# Playbooks resolve gpushare.cluster.* to this checkout (same link `make collection-link` makes).
-if [ ! -e .collections/ansible_collections/gpushare/cluster ]; then
-  mkdir -p .collections/ansible_collections/gpushare
-  ln -sfn ../../.. .collections/ansible_collections/gpushare/cluster
-fi
-command -v ansible-playbook >/dev/null || { echo "35-site-check: ansible-playbook missing; run make dev-venv" >&2; exit 1; }
+require_tools 35-site-check ansible-playbook
 
 python tests/molecule/check-argument-specs.py roles/gpu_operator roles/dra_driver roles/kueue roles/monitoring
 

@@ -7,8 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
-[ -x "$root/.venv/bin/ansible-playbook" ] && export PATH="$root/.venv/bin:$PATH"
-command -v ansible-galaxy >/dev/null || { echo "36-installed: ansible-galaxy missing; run make dev-venv" >&2; exit 1; }
+source tests/suite-env.sh
+require_tools 36-installed ansible-galaxy
 work=$(mktemp -d /tmp/gpushare-installed.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 fail() { echo "36-installed: $*" >&2; exit 1; }

@@ -7,19 +7,10 @@
 # anything that cannot run fails the suite.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-root=$(pwd)
 
-if [ -x "$root/.venv/bin/python" ]; then
-  export PATH="$root/.venv/bin:$PATH"
-fi
+source tests/suite-env.sh
 python -c 'import molecule, molecule_plugins.docker' || {
   echo "40-molecule: molecule / molecule-plugins[docker] missing; run make dev-venv" >&2; exit 1; }
-
-# Playbooks resolve gpushare.cluster.* to this checkout (same link `make collection-link` makes).
-if [ ! -e .collections/ansible_collections/gpushare/cluster ]; then
-  mkdir -p .collections/ansible_collections/gpushare
-  ln -sfn ../../.. .collections/ansible_collections/gpushare/cluster
-fi
 
 tests/molecule/ensure-docker.sh
 tests/molecule/build-image.sh

@@ -15,18 +15,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=$(pwd)
-if [ -x "$root/.venv/bin/python" ]; then
-  export PATH="$root/.venv/bin:$PATH"
-fi
+source tests/suite-env.sh
 export ANSIBLE_CONFIG="$root/ansible.cfg"
-for tool in ansible-builder ansible-runner ansible-lint ansible-playbook; do
-  command -v "$tool" >/dev/null || { echo "60-awx: $tool missing; run make dev-venv" >&2; exit 1; }
-done
+require_tools 60-awx ansible-builder ansible-runner ansible-lint ansible-playbook
 python -c 'import dateutil.rrule' || { echo "60-awx: python-dateutil missing; run make dev-venv" >&2; exit 1; }
-if [ ! -e .collections/ansible_collections/gpushare/cluster ]; then
-  mkdir -p .collections/ansible_collections/gpushare
-  ln -sfn ../../.. .collections/ansible_collections/gpushare/cluster
-fi
 work=$(mktemp -d /tmp/gpushare-awx.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 step() { echo "--- 60-awx: $* ($(date +%T)) ---"; }
