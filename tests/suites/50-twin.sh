@@ -2,8 +2,8 @@
 # The cluster twin: builds (or reuses) etcd, Kubernetes, KWOK and Kueue from Go modules,
 # starts them on loopback, runs the smoke test, and always stops them. Fails, never skips,
 # when any step cannot run (no Go toolchain, no module proxy, a component not starting).
-# A cold build takes about 30 minutes on 2 cores (docs/twin.md); later runs reuse the
-# cache in ${GPUSHARE_TWIN_CACHE:-$HOME/.cache/gpushare-twin} and take under a minute.
+# A cold build takes about 20 minutes on 2 idle cores (docs/twin.md); later runs reuse the
+# cache in ${GPUSHARE_TWIN_CACHE:-$HOME/.cache/gpushare-twin} and take seconds.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=${TWIN_PYTHON:-python}
