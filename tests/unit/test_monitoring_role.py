@@ -17,6 +17,8 @@ from inventories import EXAMPLES, ROOT
 from playbooks import run_playbook
 
 ROLE = ROOT / "roles" / "monitoring"
+
+
 def role_code() -> dict[str, str]:
     """Each YAML file of the role without its comments."""
     return {str(p.relative_to(ROOT)): "\n".join(re.sub(r"(^|\s)#.*", "", line) for line in p.read_text().splitlines())

@@ -13,6 +13,7 @@ import yaml
 from inventories import EXAMPLE_NAMES, EXAMPLES, ROOT
 from playbooks import run_playbook
 
+
 def run_plan(inventory: Path, plan_dir: Path, *extra: str) -> tuple[int, dict, str]:
     return run_playbook("plan.yml", inventory, "-e", "gpushare_plan_dir=%s" % plan_dir, *extra)
 
