@@ -125,10 +125,12 @@ def check_job(name: str, status: str, events: list[dict], command: list[str], ex
         if role not in ran:
             problems.append("%s: no task of role %s ran (roles that ran: %s)" % (name, role, sorted(r for r in ran if r)))
     if expect.get("rendered"):
-        rendered = [e for e in events if e.get("event_data", {}).get("role") == "gpu_operator"
-                    and re.search(expect["rendered"], json.dumps(e.get("event_data", {}).get("res", {})))]
+        # The files are written by gpushare.cluster.common's render.yml into <render dir>/gpu_operator/.
+        results = [e.get("event_data", {}).get("res", {}) for e in events]
+        rendered = [res for res in results if "/gpu_operator/" in str(res.get("dest", ""))
+                    and re.search(expect["rendered"], json.dumps(res))]
         if not rendered:
-            problems.append("%s: no gpu_operator result mentions %s (the window's configs)" % (name, expect["rendered"]))
+            problems.append("%s: no file rendered for gpu_operator mentions %s (the window's configs)" % (name, expect["rendered"]))
     stats = [e for e in events if e.get("event") == "playbook_on_stats"]
     if not stats:
         problems.append("%s: no playbook_on_stats event (the stream ended early)" % name)
