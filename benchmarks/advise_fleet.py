@@ -32,8 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / ".collections"))
 
 # pylint: disable=wrong-import-position
-from ansible_collections.gpushare.cluster.plugins.module_utils import render_advice, usage_advisor as ua  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import render_advice, usage_advisor as ua  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
 
 DAY = 86400
 MODELS = ("h200-141gb", "a100-80gb")

@@ -21,9 +21,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / ".collections"))
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import mig_geometry  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import CATALOG  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.mig_planner import (  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import mig_geometry  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.mig_planner import (  # noqa: E402
     MigCandidate, MigDemand, MigSolve, plan_mig)
 
 # Ten of the catalogue's MIG-capable models, both odd grids (A30: 4 units, RTX PRO 6000: 12) included.

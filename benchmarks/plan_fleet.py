@@ -18,8 +18,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / ".collections"))
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import render_manifests, render_report  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_manifests, render_report  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
 
 MODELS = ["a100-80gb", "h100-80gb", "h200", "b200", "l40s"]
 TEAMS = ["production", "inference", "research", "data-science", "training"]

@@ -35,7 +35,7 @@ from conftest import EXAMPLE, NO_INSTALL, site_playbook  # noqa: E402
 from inventories import load_dir  # noqa: E402
 from twinclient import ApiError, Twin  # noqa: E402
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
 
 STAGES = ["gpu_operator", "kueue"]
 

@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of playbooks/awx.yml: AWX job templates, surveys and window schedules from the
-Plan (plugins/module_utils/awx_schedules.py), e.g.
+Plan (plugins/module_utils/awx/awx_schedules.py), e.g.
 ``{{ plan | gpushare.cluster.awx_definitions(settings) }}`` and
 ``{{ '19:00' | gpushare.cluster.awx_daily_rrule('Europe/Berlin', '2026-01-01') }}``.
 
@@ -11,7 +11,7 @@ ansible-core 2.19 in awx.awx 24.6.1.
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import awx_schedules
+from ansible_collections.gpushare.cluster.plugins.module_utils.awx import awx_schedules
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter
 
 FUNCTIONS = {

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the GPU stack roles: the Helm values and objects rendered from the Plan.
 
-Each filter is a renderer function of ``plugins/module_utils/render_helm.py`` or
+Each filter is a renderer function of ``plugins/module_utils/renderers/render_helm.py`` or
 ``render_monitoring.py`` (pure Python, computed on the controller, changing nothing), e.g.
 ``{{ gpushare_plan.plan | gpushare.cluster.gpu_operator_values(runtime_paths) }}``.
 Arguments are passed through a JSON round trip, so a renderer sees plain dicts, lists and
@@ -11,8 +11,9 @@ scalars (as a controller script fed JSON would) and returns JSON-shaped data.
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import (
-    constants, kube_calls, node_labels, render_helm, render_monitoring, render_report)
+from ansible_collections.gpushare.cluster.plugins.module_utils import names
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm, render_monitoring, render_report
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter
 
 # filter name -> renderer function
@@ -41,8 +42,8 @@ RENDERERS = {
     "mig_pending": node_labels.mig_pending,
     "mig_failed": node_labels.mig_failed,
     "not_true": node_labels.not_true,
-    # The managed-by label, defined once (constants.py), for the roles' objects and selectors.
-    "managed_label": constants.managed_label,
+    # The managed-by label, defined once (names.py), for the roles' objects and selectors.
+    "managed_label": names.managed_label,
     # Connection settings and batched-apply results of the roles' kubernetes.core calls.
     "k8s_auth": kube_calls.k8s_auth,
     "changed_objects": kube_calls.changed_objects,

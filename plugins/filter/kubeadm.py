@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the Kubernetes roles: node names and the kubeadm role's decisions.
 
-Thin wrappers of ``plugins/module_utils/kubeadm_node.py`` (pure Python, changing nothing):
+Thin wrappers of ``plugins/module_utils/cluster/kubeadm_node.py`` (pure Python, changing nothing):
 
 - ``node_name``: ``{{ inventory_hostname | gpushare.cluster.node_name }}``, the Kubernetes
   node name the Plan gives an inventory host (lower case, without the domain);
@@ -13,7 +13,7 @@ Thin wrappers of ``plugins/module_utils/kubeadm_node.py`` (pure Python, changing
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import kubeadm_node
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kubeadm_node
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter
 
 FUNCTIONS = {

@@ -174,7 +174,7 @@ import os
 
 from ansible.module_utils.basic import AnsibleModule
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_facts import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_facts import (
     inventory_mismatches,
     model_key,
     parse_query_gpu_csv,

@@ -295,11 +295,11 @@ import traceback
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 try:
-    from ansible_collections.gpushare.cluster.plugins.module_utils.errors import PlanInvalid
-    from ansible_collections.gpushare.cluster.plugins.module_utils.model import CLOCK
-    from ansible_collections.gpushare.cluster.plugins.module_utils.plan import active_window, build_plan, local_clock
-    from ansible_collections.gpushare.cluster.plugins.module_utils import (
-        mig_planner, render_manifests, render_report, render_svg)
+    from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
+    from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import CLOCK
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import active_window, build_plan, local_clock
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planners import mig_planner
+    from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_manifests, render_report, render_svg
     IMPORT_ERROR = None
 except ImportError:
     IMPORT_ERROR = traceback.format_exc()

@@ -204,10 +204,10 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 
 try:
     import yaml
-    from ansible_collections.gpushare.cluster.plugins.module_utils import render_advice, usage_advisor
-    from ansible_collections.gpushare.cluster.plugins.module_utils.errors import PlanInvalid
-    from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
-    from ansible_collections.gpushare.cluster.plugins.module_utils.prometheus_client import (
+    from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import render_advice, usage_advisor
+    from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
+    from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.prometheus_client import (
         PrometheusClient, PrometheusError)
     IMPORT_ERROR = None
 except ImportError:

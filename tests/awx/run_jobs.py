@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / ".collections") not in sys.path:
     sys.path.insert(0, str(ROOT / ".collections"))
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.awx_schedules import launch_extra_vars  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.awx.awx_schedules import launch_extra_vars  # noqa: E402
 
 
 def project_files() -> list[str]:

@@ -27,9 +27,9 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / ".collections") not in sys.path:
     sys.path.insert(0, str(ROOT / ".collections"))
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.awx_schedules import definition_problems  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.model import time_zone  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import active_window  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.awx.awx_schedules import definition_problems  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import time_zone  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import active_window  # noqa: E402
 
 
 def next_runs(rrule: str, count: int) -> list[datetime.datetime]:

@@ -59,7 +59,8 @@ for _path in (ROOT / ".collections", ROOT / "tests" / "unit"):
 
 # pylint: disable=wrong-import-position
 import inventories  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog, plan as plan_module  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners import plan as plan_module  # noqa: E402
 
 DRIVER = "580.159.04"
 CONTEXT_MIB = 480           # CUDA context + allocator of a process that holds the GPU

@@ -23,7 +23,8 @@ for _path in (ROOT / ".collections", ROOT / "tests" / "unit"):
 
 # pylint: disable=wrong-import-position
 import inventories  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils import plan as plan_module, render_monitoring  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners import plan as plan_module  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_monitoring  # noqa: E402
 
 
 def rule_file(inventory: str, namespace_label: str = "auto") -> dict:

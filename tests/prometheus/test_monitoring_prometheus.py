@@ -29,7 +29,8 @@ sys.path.insert(0, str(ROOT / "tests" / "unit"))
 # pylint: disable=wrong-import-position
 import generate  # noqa: E402
 import inventories  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils import plan as plan_module, render_monitoring  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners import plan as plan_module  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_monitoring  # noqa: E402
 
 DAYS = float(os.environ.get("GPUSHARE_PROM_DAYS", "2"))
 STEP = 300

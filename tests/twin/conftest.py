@@ -41,7 +41,7 @@ def twin_session() -> Twin:
 
 @pytest.fixture(scope="session")
 def example_plan() -> dict:
-    from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
     from inventories import load_example
     return build_plan(load_example("four-gpu-server"))
 

@@ -63,7 +63,7 @@ from __future__ import annotations
 import re
 import uuid
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog
 
 DRIVER = "gpu.nvidia.com"
 API = "/apis/resource.k8s.io/v1"

@@ -25,7 +25,7 @@ import time
 from pathlib import Path
 
 import pytest
-from ansible_collections.gpushare.cluster.plugins.module_utils import gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog
 
 import dra_devices
 from conftest import run_playbook, write_results
@@ -50,7 +50,7 @@ def quantity_bytes(value: str) -> int:
 
 @pytest.fixture(name="dra_plan", scope="module")
 def fixture_dra_plan() -> dict:
-    from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
     from inventories import load_dir
     return build_plan(load_dir(INVENTORY))
 

@@ -7,7 +7,7 @@ run changes nothing, and a team that leaves the inventory loses its Kueue object
 """
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.render_manifests import render
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render
 from twinclient import ApiError, is_true
 
 import pytest

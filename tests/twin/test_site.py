@@ -260,7 +260,7 @@ DRA_INVENTORY = ROOT / "tests" / "twin" / "inventory-dra"
 def test_labels_the_plan_drops_are_removed(tmp_path_factory, twin_session):
     """dra-l4-01 given back to the device plugin (dra: false) loses the DRA labels the Plan set
     (nvidia.com/gpu.deploy.device-plugin=false would keep its GPUs from the device plugin)."""
-    from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan  # noqa: E402
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
     from inventories import load_dir  # noqa: E402
 
     inv = tmp_path_factory.mktemp("relabel") / "inventory-dra"

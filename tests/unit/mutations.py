@@ -19,7 +19,7 @@ import math
 
 from hypothesis import strategies as st
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.gpu_catalog import CATALOG
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
 
 # Every problem path must start with one of these (hostvars[HOST] for gpushare_nodes' entries).
 PATH_PREFIXES = ("gpushare_teams", "gpushare_workloads", "gpushare_policy", "gpushare_nodes", "hostvars[")

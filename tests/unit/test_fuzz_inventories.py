@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, note, settings
 from hypothesis import strategies as st
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.errors import PlanInvalid
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
 
 from inventories import EXAMPLE_NAMES, load_example
 from mutations import PATH_PREFIXES, mutate, replaced_paths

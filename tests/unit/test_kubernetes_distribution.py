@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.errors import PlanInvalid
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
 
 from inventories import EXAMPLES, ROOT, example_day
 from playbooks import run_playbook

@@ -2,7 +2,7 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The monitoring role is wired like the other GPU stack roles: its plan check is
 gpushare.cluster.common's preflight.yml, and the managed-by label comes from the
-managed_label filter (constants.MANAGED_LABEL), never written out in the role."""
+managed_label filter (names.MANAGED_LABEL), never written out in the role."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.constants import MANAGED_BY_KEY, MANAGED_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import MANAGED_BY_KEY, MANAGED_LABEL
 
 from inventories import EXAMPLES, ROOT
 from playbooks import run_playbook

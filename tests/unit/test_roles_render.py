@@ -18,9 +18,9 @@ for extra in (ROOT / ".collections", Path(__file__).resolve().parent):
 
 import yaml  # noqa: E402
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import render_helm, render_monitoring  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.plan import build_plan  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.render_manifests import render  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm, render_monitoring  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render  # noqa: E402
 from inventories import load_example  # noqa: E402
 
 ROLES = ("gpu_operator", "dra_driver", "kueue", "monitoring")

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.usage_advisor import GpuSeries, UsageData
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.usage_advisor import GpuSeries, UsageData
 
 DAY = 86400
 # A Monday 00:00 UTC, so weekdays and hours are easy to reason about.

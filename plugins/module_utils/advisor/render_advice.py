@@ -1,0 +1,263 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The usage advisor's advice to files: the proposed inventory (YAML), its diff against the
+current one, a Markdown report and one small SVG chart per service (hourly memory and
+activity over the window), drawn like split.svg."""
+
+from __future__ import annotations
+
+import difflib
+from html import escape
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_svg import PALETTE
+
+CHART_W, CHART_H, PAD_L, PAD_B = 640, 150, 48, 22
+
+
+def to_yaml(data) -> str:
+    """Block-style YAML with lists indented under their key (yamllint's default)."""
+    import yaml   # lazily: the plan module's own requirement, absent in ansible-test's import test
+
+    class Dumper(yaml.SafeDumper):   # pylint: disable=too-many-ancestors
+        def increase_indent(self, flow=False, indentless=False):
+            return super().increase_indent(flow, False)
+    return yaml.dump(data, Dumper=Dumper, sort_keys=False, default_flow_style=False, allow_unicode=True, width=110)
+
+
+def workloads_file(advice: dict) -> str:
+    head = ("---\n# Proposed by gpushare.cluster.usage_advisor from %s, %s to %s (%s days).\n"
+            "# Every entry's evidence is in report.md; services without enough data keep their current entry.\n"
+            % (advice["source"], advice["window"]["from"], advice["window"]["until"], advice["window"]["days"]))
+    return head + to_yaml({"gpushare_workloads": advice["proposal"]["workloads"]})
+
+
+def node_file(host: str, node: dict) -> str:
+    return "---\n# Proposed by gpushare.cluster.usage_advisor for %s (see report.md).\n%s" % (
+        host, to_yaml({"gpushare_node": node}))
+
+
+def unified(current: str, proposed: str, name: str) -> str:
+    return "".join(difflib.unified_diff(current.splitlines(True), proposed.splitlines(True),
+                                        "current/" + name, "proposed/" + name))
+
+
+def changes(current_workloads: list, proposed_workloads: list, current_nodes: dict, proposed_nodes: dict) -> list[str]:
+    """The differences a person reads first, one line each."""
+    out = []
+    cur = {w.get("name"): _effective(w) for w in current_workloads if isinstance(w, dict)}
+    new = {w["name"]: _effective(w) for w in proposed_workloads}
+    for name in new:
+        if name not in cur:
+            out.append("workload %s: new (%s)" % (name, _short(new[name])))
+        else:
+            keys = [k for k in sorted(set(cur[name]) | set(new[name])) if cur[name].get(k) != new[name].get(k)]
+            for k in keys:
+                out.append("workload %s: %s %s -> %s" % (name, k, _val(cur[name].get(k)), _val(new[name].get(k))))
+    for name in cur:
+        if name not in new:
+            out.append("workload %s: removed" % name)
+    for host, node in proposed_nodes.items():
+        old = {g.get("index"): g for g in (current_nodes.get(host) or {}).get("gpus", []) if isinstance(g, dict)}
+        for g in node["gpus"]:
+            was = old.get(g["index"], {"mode": "auto"})
+            for k in ("mode", "team", "replicas", "schedule"):
+                if was.get(k) != g.get(k):
+                    out.append("%s GPU %d: %s %s -> %s" % (host, g["index"], k, _val(was.get(k)), _val(g.get(k))))
+    return out
+
+
+_ISOLATION = {"full": "whole", "hardware": "mig", "none": "timeslice"}
+
+
+def _effective(w: dict) -> dict:
+    """A workload entry with its defaults spelled out, so that 'isolation: hardware' and
+    'sharing: mig', or a missing 'replicas' and 'replicas: 1', compare equal."""
+    out = dict(w)
+    isolation = out.pop("isolation", None)
+    if "device_request" in out:
+        out.setdefault("sharing", "dra")
+    out.setdefault("sharing", _ISOLATION.get(isolation) or ("timeslice" if out.get("kind") == "notebook" else "whole"))
+    out.setdefault("replicas", 1)
+    out.setdefault("gpus", 1)
+    return out
+
+
+def _short(w: dict) -> str:
+    return ", ".join("%s %s" % (k, _val(v)) for k, v in w.items() if k not in ("name", "team")
+                     and not (k in ("replicas", "gpus") and v == 1))
+
+
+def _val(v) -> str:
+    if v is None:
+        return "(none)"
+    if isinstance(v, list) and v and isinstance(v[0], dict) and "from" in v[0]:
+        return ", ".join("%s %s-%s %s" % (w.get("name"), w.get("from"), w.get("until"), w.get("mode")) for w in v)
+    return str(v)
+
+
+# --------------------------------------------------------------------------- chart
+
+
+def chart_svg(service: dict, colour: str = PALETTE[0]) -> str:
+    """Hourly mean memory (GiB, filled) and activity (GPUs, line) of one service."""
+    chart = service.get("chart") or {}
+    mem = chart.get("memory_gib") or []
+    act = chart.get("gpus_active") or []
+    n = max(len(mem), 1)
+    top_mem = max([v for v in mem if v is not None] + [(service.get("memory_need_mib") or 0) / 1024.0, 1.0])
+    top_act = max([v for v in act if v is not None] + [1.0])
+    w, h = CHART_W - PAD_L - 10, CHART_H - PAD_B - 28
+
+    def x(i):
+        return PAD_L + w * i / max(n - 1, 1)
+
+    def area(values, top):
+        pts, parts = [], []
+        for i, v in enumerate(values):
+            if v is None:
+                if pts:
+                    parts.append(pts)
+                pts = []
+                continue
+            pts.append((x(i), 28 + h - h * v / top))
+        if pts:
+            parts.append(pts)
+        return parts
+    body = ['<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif">'
+            % (CHART_W, CHART_H),
+            '<title>%s: memory and activity, %s hours from %s</title>'
+            % (escape(service["name"]), chart.get("hours", 0), escape(chart.get("start", ""))),
+            '<rect x="0" y="0" width="%d" height="%d" fill="#f7f7f7" stroke="#999" rx="6"/>' % (CHART_W, CHART_H),
+            '<text x="10" y="18" font-size="13" font-weight="bold">%s</text>' % escape(
+                "%s (%s): %s" % (service["name"], service.get("team") or "?", choice_text(service)))]
+    for pts in area(mem, top_mem):
+        poly = " ".join("%.1f,%.1f" % p for p in pts)
+        body.append('<polygon points="%.1f,%d %s %.1f,%d" fill="%s" fill-opacity="0.35" stroke="none"/>'
+                    % (pts[0][0], 28 + h, poly, pts[-1][0], 28 + h, colour))
+    for pts in area(act, top_act):
+        body.append('<polyline points="%s" fill="none" stroke="#333" stroke-width="1"/>'
+                    % " ".join("%.1f,%.1f" % p for p in pts))
+    need = service.get("memory_need_mib")
+    if need:
+        y = 28 + h - h * (need / 1024.0) / top_mem
+        body.append('<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="%s" stroke-dasharray="4 3"/>'
+                    % (PAD_L, y, PAD_L + w, y, "#e15759"))
+        body.append('<text x="%d" y="%.1f" font-size="10" fill="#e15759" text-anchor="end">need %.1f GiB</text>'
+                    % (PAD_L + w, y - 3, need / 1024.0))
+    body += ['<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="#999"/>' % (PAD_L, 28 + h, PAD_L + w, 28 + h),
+             '<text x="4" y="%d" font-size="10">%.0f GiB</text>' % (34, top_mem),
+             '<text x="4" y="%d" font-size="10">0</text>' % (28 + h),
+             '<text x="%d" y="%d" font-size="10">days of the window (hourly means); filled: memory, line: activity '
+             '(GPUs, top %.2f)</text>' % (PAD_L, CHART_H - 6, top_act),
+             "</svg>", ""]
+    return "\n".join(body)
+
+
+def choice_text(s: dict) -> str:
+    status = s.get("status")
+    if status != "ok":
+        return status.replace("_", " ")
+    if s["sharing"] == "mig":
+        return "MIG %s" % s["mig_profile"]
+    if s["sharing"] == "timeslice":
+        return "time-sliced, %d sharers" % s["replicas"]
+    if s["sharing"] == "dra":
+        return "DRA, at least %s GiB" % s["memory_gib"]
+    return "whole, %d GPU%s per replica" % (s["gpus"], "" if s["gpus"] == 1 else "s")
+
+
+def chart_name(service: dict) -> str:
+    return "charts/%s%s.svg" % (service["name"], "" if not service.get("namespace") else "." + service["namespace"])
+
+
+# --------------------------------------------------------------------------- report
+
+
+def report_markdown(advice: dict, change_lines: list[str], plan_check: str) -> str:
+    w = advice["window"]
+    lines = ["# GPU sharing advice", "",
+             "From %s, %s to %s (%s days, one sample every %d s, hours in %s)."
+             % (advice["source"], w["from"], w["until"], w["days"], w["step_s"], w["timezone"]), "",
+             "Proposed inventory: `inventory/`, a copy of the inventory with the proposal in place (plan it with "
+             "`ansible-playbook -i <this directory>/inventory/hosts.yml playbooks/plan.yml`); workloads alone: "
+             "`workloads.yml`; differences: `proposal.diff`. Nothing is applied.", "",
+             "Check of the proposal by the planner: %s." % plan_check, "",
+             "## Services", "",
+             "| service | team | kind (detected) | declared | memory need | compute need | choice | status |",
+             "|---|---|---|---|---|---|---|---|"]
+    for s in advice["services"]:
+        d = s.get("declared") or {}
+        declared = "%s %s" % (d.get("kind", ""), d.get("sharing", "")) if d else "not in inventory"
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            s["name"], s.get("team") or "?", s.get("kind", "-"), declared.strip(),
+            "%.1f GiB" % (s["memory_need_mib"] / 1024.0) if s.get("memory_need_mib") else "-",
+            "%.2f GPU" % s["compute_need"] if s.get("compute_need") is not None else "-",
+            choice_text(s) if s.get("status") == "ok" else "-", s.get("status", "")))
+    lines.append("")
+    for s in advice["services"]:
+        lines += ["### %s" % s["name"], ""]
+        if s.get("status") != "ok":
+            lines += ["**%s**: %s" % (s.get("status", "").replace("_", " "), s.get("reason", "")), ""]
+        if s.get("kind"):
+            lines.append("- kind: **%s**, %s" % (s["kind"], s.get("kind_why", "")))
+        if s.get("memory_note"):
+            lines.append("- memory: %s -> %.1f GiB" % (s["memory_note"], s["memory_need_mib"] / 1024.0))
+        if s.get("compute_note"):
+            lines.append("- compute: %s" % s["compute_note"])
+        if s.get("why"):
+            lines.append("- choice: **%s**: %s" % (choice_text(s), s["why"]))
+        if s.get("halves"):
+            lines.append("- both halves of the window: %s" % " | ".join(s["halves"]))
+        if s.get("idle_hours") is not None:
+            lines.append("- idle hours: %s" % _hours(s["idle_hours"]))
+        if s.get("chart"):
+            lines += ["", "![%s](%s)" % (s["name"], chart_name(s))]
+        lines.append("")
+    lines += ["## Teams", "",
+              "| team | GPUs in use (p%g) | max | mean | quota proposed | owns now | idle hours |" % (
+                  advice["settings"]["quota_percentile"]), "|---|---|---|---|---|---|---|"]
+    for t in advice["teams"]:
+        lines.append("| %s | %s | %s | %s | %d | %d | %s |" % (
+            t["team"], t["gpus_in_use_p"], t["gpus_in_use_max"], t["gpus_in_use_mean"], t["quota_proposed"],
+            t["gpus_owned_now"], _hours(t["idle_hours"])))
+    lines += ["", "GPUs in use: whole GPUs, MIG slices as their share of the card, a time-sliced GPU once.", ""]
+    lines += ["## Sharing windows", ""]
+    if advice["windows"]:
+        for win in advice["windows"]:
+            lines.append("- **%s** %s-%s: GPUs %s become whole. %s" % (
+                win["name"], win["from"], win["until"], ", ".join("%s/%d" % tuple(g) for g in win["gpus"]), win["why"]))
+    else:
+        lines.append("None proposed: no lending team's time-sliced GPUs are idle long enough while a borrowing team "
+                     "runs training or batch work.")
+    lines += ["", "## GPUs to buy", "", advice["buy"]["note"] + ".", ""]
+    if advice["buy"]["short"]:
+        lines += ["Does not fit the current servers: " + "; ".join(advice["buy"]["short"]) + ".", ""]
+    lines += ["| model | cards for the demand | owned | to buy | cost |", "|---|---|---|---|---|"]
+    for row in advice["buy"]["options"][:8]:
+        cost = "%g" % row["cost"] if "cost" in row else "-"
+        lines.append("| %s | %d | %d | %d | %s |" % (row["model"], row["cards"], row["owned"], row["to_buy"], cost))
+    if not advice["buy"]["priced"]:
+        lines += ["", "Give `gpushare_policy.gpu_prices` (model: price of one card) to rank by cost."]
+    lines += ["", "## Changes against the current inventory", ""]
+    lines += ["- " + c for c in change_lines] or ["None."]
+    if advice["notes"]:
+        lines += ["", "## Notes", ""] + ["- " + n for n in advice["notes"]]
+    return "\n".join(lines) + "\n"
+
+
+def _hours(hours: list[int]) -> str:
+    if not hours:
+        return "none"
+    if len(hours) == 24:
+        return "all day"
+    runs, start, prev = [], hours[0], hours[0]
+    for h in hours[1:] + [None]:
+        if h is not None and h == prev + 1:
+            prev = h
+            continue
+        runs.append((start, prev + 1))
+        if h is not None:
+            start = prev = h
+    if len(runs) > 1 and runs[0][0] == 0 and runs[-1][1] == 24:
+        runs = [(runs[-1][0], runs[0][1])] + runs[1:-1]
+    return ", ".join("%02d:00-%02d:00" % (a, b % 24) for a, b in runs)

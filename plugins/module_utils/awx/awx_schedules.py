@@ -1,0 +1,271 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""AWX job templates, surveys and sharing-window schedules from the Plan, and the checks
+AWX applies when they are created (pure Python; playbooks/awx.yml applies the result with
+the awx.awx modules).
+
+The schedules come from the Plan's windows (``plan["windows"]``: name, from, until) in the
+Plan's time zone (``plan["cluster"]["timezone"]``): one schedule per boundary time, passing
+the state in force from that minute as an explicit ``gpushare_window`` (a window name or
+``none``), so a schedule that fires a few seconds early still applies the right state.
+
+The checks follow what AWX refuses (awx/api/views for survey specs, awx/api/serializers.py
+for schedules, AWX 24): a survey default must be one of its choices; a schedule's rule needs
+DTSTART with a time zone and an INTERVAL, no SECONDLY, COUNT at most 999; its extra data may
+only name survey variables (unless the template prompts for variables) and must answer the
+required questions.
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import re
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import CLOCK, time_zone
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import active_window
+
+SURVEY_TYPES = ("text", "textarea", "password", "integer", "float", "multiplechoice", "multiselect")
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+RRULE_SHAPE = re.compile(r"^DTSTART(?P<tz>;TZID=[^:]+)?:(?P<start>\d{8}T\d{6}Z?)\s+RRULE:(?P<rule>\S+)$")
+
+# What a person chooses when launching: the stages of site.yml as job templates.
+STAGES = (
+    {"key": "plan", "title": "plan", "playbook": "playbooks/plan.yml", "job_tags": "",
+     "questions": ("window", "window_at"),
+     "description": "Plan the GPU split from the inventory; writes plan.json, report.md, manifests (no server touched)"},
+    {"key": "hosts", "title": "hosts and Kubernetes", "playbook": "playbooks/site.yml",
+     "job_tags": "plan,host_prep,kubernetes", "questions": (),
+     "description": "Host preparation and MicroK8s or kubeadm"},
+    {"key": "gpu_stack", "title": "GPU stack", "playbook": "playbooks/site.yml",
+     "job_tags": "plan,monitoring,gpu_operator,dra_driver,kueue", "questions": ("window", "render_only"),
+     "description": "GPU Operator, DRA driver, Kueue and monitoring from the plan"},
+    {"key": "window_switch", "title": "window switch", "playbook": "playbooks/site.yml",
+     "job_tags": "plan,gpu_operator,kueue", "questions": ("window",),
+     "description": "Apply the sharing window: run by the schedules at each window boundary"},
+)
+
+
+# Launch prompts of every template: a person picks the inventory and check mode; variables
+# other than the survey's are not accepted (so a schedule's extra data is checked against it).
+# playbooks/awx.yml writes these as literals (tests/unit/test_awx_schedules.py keeps them in step).
+PROMPTS = {"ask_inventory_on_launch": True, "ask_job_type_on_launch": True, "ask_variables_on_launch": False}
+
+
+def window_boundaries(plan: dict) -> list[dict]:
+    """Each distinct boundary time of the Plan's windows (HH:MM in the Plan's time zone) with
+    the state in force from that minute: ``[{"at": "07:00", "window": "none"}, ...]``."""
+    times = sorted({w[k] for w in plan["windows"] for k in ("from", "until")})
+    boundaries = []
+    for clock in times:
+        window = active_window(plan, clock)
+        boundaries.append({"at": clock, "window": window["name"] if window else "none"})
+    return boundaries
+
+
+def daily_rrule(clock: str, timezone: str, start_date: str) -> str:
+    """AWX's rule for "every day at ``clock`` in ``timezone``" starting on ``start_date``:
+    ``DTSTART;TZID=Europe/Berlin:20260101T190000 RRULE:FREQ=DAILY;INTERVAL=1``. The time is
+    wall-clock time in the zone, so the run stays at 19:00 local across daylight saving."""
+    if not isinstance(clock, str) or not CLOCK.match(clock):
+        raise ValueError("clock must be a time of day HH:MM, got %r" % (clock,))
+    if not isinstance(start_date, str) or not DATE.match(start_date):
+        raise ValueError("start_date must be a date YYYY-MM-DD, got %r (e.g. '2026-01-01')" % (start_date,))
+    try:
+        datetime.date.fromisoformat(start_date)
+        time_zone(timezone)
+    except (ValueError, TypeError, OSError, LookupError) as exc:
+        raise ValueError("daily_rrule(%r, %r, %r): %s" % (clock, timezone, start_date, exc)) from exc
+    return "DTSTART;TZID=%s:%sT%s00 RRULE:FREQ=DAILY;INTERVAL=1" % (
+        timezone, start_date.replace("-", ""), clock.replace(":", ""))
+
+
+def _questions(plan: dict) -> dict:
+    names = [w["name"] for w in plan["windows"]]
+    return {
+        "window": {
+            "question_name": "Sharing window",
+            "question_description": "auto: the window in force now (%s); none: the base state; or a window by name"
+                                    % plan["cluster"]["timezone"],
+            "variable": "gpushare_window", "type": "multiplechoice", "required": True,
+            "choices": ["auto", "none"] + names, "default": "auto"},
+        "window_at": {
+            "question_name": "Preview the state at",
+            "question_description": "With window auto: the state in force at this time instead of now",
+            "variable": "gpushare_window_at", "type": "multiplechoice", "required": False,
+            "choices": [b["at"] for b in window_boundaries(plan)]},
+        "render_only": {
+            "question_name": "Render only",
+            "question_description": "true: write every Helm value file and object to the project's build/plan/rendered, apply nothing",
+            "variable": "gpushare_render_only", "type": "multiplechoice", "required": True,
+            "choices": ["false", "true"], "default": "false"},
+    }
+
+
+def _settings(settings: dict) -> dict:
+    required = ("organization", "project", "inventory", "execution_environment", "name_prefix", "schedule_start")
+    missing = [k for k in required if not settings.get(k)]
+    if missing:
+        raise ValueError("AWX settings missing: %s (got keys %s)" % (", ".join(missing), ", ".join(sorted(settings)) or "none"))
+    return settings
+
+
+def job_templates(plan: dict, settings: dict) -> list[dict]:
+    """One job template per stage, with its survey, in the awx.awx.job_template module's terms."""
+    settings = _settings(settings)
+    questions = _questions(plan)
+    templates = []
+    for stage in STAGES:
+        spec = [copy.deepcopy(questions[q]) for q in stage["questions"] if q != "window_at" or plan["windows"]]
+        name = "%s %s" % (settings["name_prefix"], stage["title"])
+        templates.append({
+            "key": stage["key"], "name": name, "description": stage["description"],
+            "organization": settings["organization"], "project": settings["project"],
+            "inventory": settings["inventory"], "playbook": stage["playbook"], "job_type": "run",
+            "job_tags": stage["job_tags"], "execution_environment": settings["execution_environment"],
+            "credentials": list(settings.get("credentials") or []),
+            **PROMPTS,
+            "survey_enabled": bool(spec),
+            "survey_spec": {"name": name, "description": stage["description"], "spec": spec},
+        })
+    return templates
+
+
+def window_schedules(plan: dict, settings: dict) -> list[dict]:
+    """One schedule per window boundary on the window-switch template, in the Plan's time zone."""
+    settings = _settings(settings)
+    zone = plan["cluster"]["timezone"]
+    template = "%s window switch" % settings["name_prefix"]
+    return [{
+        "name": "%s: %s at %s" % (template, b["window"], b["at"]),
+        "description": "Sharing window %s from %s %s (from the Plan)" % (b["window"], b["at"], zone),
+        "unified_job_template": template,
+        "organization": settings["organization"],
+        "rrule": daily_rrule(b["at"], zone, settings["schedule_start"]),
+        "extra_data": {"gpushare_window": b["window"]},
+        "at": b["at"], "timezone": zone,
+    } for b in window_boundaries(plan)]
+
+
+def awx_definitions(plan: dict, settings: dict) -> dict:
+    """Job templates and schedules for ``plan`` (the plan module's ``plan``), with the Plan's
+    time zone and windows they were made from (``plan``), so they can be checked offline."""
+    return {"plan": {"timezone": plan["cluster"]["timezone"],
+                     "windows": [{k: w[k] for k in ("name", "from", "until")} for w in plan["windows"]]},
+            "job_templates": job_templates(plan, settings), "schedules": window_schedules(plan, settings)}
+
+
+# --------------------------------------------------------------------------- AWX's checks
+
+def survey_problems(template: dict) -> list[str]:
+    """What AWX refuses in a job template's survey spec."""
+    where = "job template %r survey" % template.get("name")
+    spec = template.get("survey_spec") or {}
+    problems = []
+    if template.get("survey_enabled") and not spec.get("spec"):
+        problems.append("%s: survey_enabled but no questions" % where)
+    seen = set()
+    for i, q in enumerate(spec.get("spec") or []):
+        at = "%s question %d (%s)" % (where, i, q.get("variable"))
+        for key in ("question_name", "variable", "type"):
+            if not q.get(key):
+                problems.append("%s: %s missing" % (at, key))
+        if q.get("variable") in seen:
+            problems.append("%s: variable used twice" % at)
+        seen.add(q.get("variable"))
+        if q.get("type") not in SURVEY_TYPES:
+            problems.append("%s: type %r is not one of %s" % (at, q.get("type"), ", ".join(SURVEY_TYPES)))
+        if not isinstance(q.get("required", False), bool):
+            problems.append("%s: required must be true or false, got %r" % (at, q.get("required")))
+        if q.get("type") in ("multiplechoice", "multiselect"):
+            choices = q.get("choices")
+            if isinstance(choices, str):
+                choices = choices.split("\n")
+            if not choices:
+                problems.append("%s: a choice question needs choices" % at)
+                continue
+            if len(set(choices)) != len(choices):
+                problems.append("%s: choices repeat: %s" % (at, choices))
+            default = q.get("default")
+            if default in (None, ""):
+                continue
+            values = default.split("\n") if q["type"] == "multiselect" and isinstance(default, str) else [default]
+            for value in values if isinstance(values, list) else [values]:
+                if value not in choices:
+                    problems.append("%s: default %r is not one of its choices %s" % (at, value, choices))
+    return problems
+
+
+def rrule_problems(rrule: str) -> list[str]:
+    """What AWX refuses in a schedule rule (and a rule without a time zone, which AWX reads as UTC)."""
+    if not isinstance(rrule, str):
+        return ["rrule must be a string, got %r" % (rrule,)]
+    match = RRULE_SHAPE.match(rrule.strip())
+    if not match:
+        return ["rrule %r is not 'DTSTART;TZID=<zone>:YYYYMMDDTHHMMSS RRULE:...'" % rrule]
+    problems = []
+    if not match.group("tz") and not match.group("start").endswith("Z"):
+        problems.append("rrule %r: DTSTART has no time zone (add ;TZID=<zone>)" % rrule)
+    elif not match.group("tz"):
+        problems.append("rrule %r: DTSTART is UTC; give the Plan's time zone (;TZID=<zone>) so runs follow local time" % rrule)
+    else:
+        try:
+            time_zone(match.group("tz")[len(";TZID="):])
+        except (ValueError, OSError, LookupError):
+            problems.append("rrule %r: unknown time zone %r" % (rrule, match.group("tz")[len(";TZID="):]))
+    parts = dict(p.split("=", 1) for p in match.group("rule").split(";") if "=" in p)
+    if "INTERVAL" not in parts:
+        problems.append("rrule %r: INTERVAL is required" % rrule)
+    if parts.get("FREQ") in (None, "SECONDLY"):
+        problems.append("rrule %r: FREQ %r is not allowed" % (rrule, parts.get("FREQ")))
+    if "COUNT" in parts and not (parts["COUNT"].isdigit() and int(parts["COUNT"]) <= 999):
+        problems.append("rrule %r: COUNT must be at most 999" % rrule)
+    return problems
+
+
+def schedule_problems(schedule: dict, template: dict) -> list[str]:
+    """What AWX refuses in a schedule of ``template``: its rule, and extra data that names a
+    variable the survey does not ask (without ask_variables_on_launch) or leaves a required
+    question unanswered."""
+    where = "schedule %r" % schedule.get("name")
+    problems = ["%s: %s" % (where, p) for p in rrule_problems(schedule.get("rrule"))]
+    spec = (template.get("survey_spec") or {}).get("spec") or [] if template.get("survey_enabled") else []
+    asked = {q["variable"]: q for q in spec}
+    data = schedule.get("extra_data") or {}
+    if not template.get("ask_variables_on_launch"):
+        for name in sorted(set(data) - set(asked)):
+            problems.append("%s: extra_data names %r, which is not a survey variable of %r (survey: %s)"
+                            % (where, name, template.get("name"), ", ".join(sorted(asked)) or "none"))
+    for name, q in asked.items():
+        if q.get("required") and name not in data:
+            problems.append("%s: required survey question %r is not answered in extra_data" % (where, name))
+        elif name in data and q.get("type") == "multiplechoice" and data[name] not in q.get("choices", []):
+            problems.append("%s: %s=%r is not one of %s" % (where, name, data[name], q.get("choices")))
+    return problems
+
+
+def definition_problems(definitions: dict) -> list[str]:
+    """Every problem of the job templates' surveys and the schedules, [] when AWX accepts them all."""
+    templates = {t["name"]: t for t in definitions.get("job_templates", [])}
+    problems = [p for t in templates.values() for p in survey_problems(t)]
+    for schedule in definitions.get("schedules", []):
+        template = templates.get(schedule.get("unified_job_template"))
+        if template is None:
+            problems.append("schedule %r: job template %r is not defined (templates: %s)"
+                            % (schedule.get("name"), schedule.get("unified_job_template"), ", ".join(sorted(templates))))
+            continue
+        problems.extend(schedule_problems(schedule, template))
+    return problems
+
+
+def launch_extra_vars(template: dict, answers: dict | None = None) -> dict:
+    """The extra vars AWX gives a job of ``template``: survey defaults, then ``answers``
+    (a person's survey answers or a schedule's extra data)."""
+    spec = (template.get("survey_spec") or {}).get("spec") or [] if template.get("survey_enabled") else []
+    extra = {q["variable"]: q["default"] for q in spec if q.get("default") not in (None, "")}
+    extra.update(answers or {})
+    return extra
+
+
+__all__ = ["STAGES", "window_boundaries", "daily_rrule", "job_templates", "window_schedules", "awx_definitions",
+           "survey_problems", "rrule_problems", "schedule_problems", "definition_problems", "launch_extra_vars"]

@@ -1,0 +1,204 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Decisions of the kubeadm role, as pure functions of what the role read from the hosts.
+
+- ``preflight_problems``: swap, kernel modules, the cgroup driver containerd really uses
+  and a node name another machine holds, each as a message with the fix;
+- ``redact_join_secrets``: kubeadm output with bootstrap tokens and certificate keys
+  masked, so a failed init or join can be shown without leaking them;
+- ``bridge_cni``: the bridge/host-local CNI configuration of one node from the Node
+  objects (its podCIDR) and the routes to the other nodes' pod CIDRs.
+
+Node names come from ``model.node_name`` (the rule the Plan names nodes with).
+"""
+
+from __future__ import annotations
+
+import re
+
+try:
+    import tomllib
+except ImportError:     # Python < 3.11 on the controller: the cgroup check reads the text
+    tomllib = None
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import node_name
+
+__all__ = ["node_name", "module_probe_paths", "preflight_problems", "redact_join_secrets", "bridge_cni"]
+
+# How to tell a kernel module is there, loaded or built in. Built-in modules without
+# parameters have no /sys/module entry (br_netfilter on many kernels), so the two
+# Kubernetes needs are probed by what they provide.
+_PROVIDES = {
+    "br_netfilter": "/proc/sys/net/bridge/bridge-nf-call-iptables",
+    "overlay": "filesystem:overlay",
+}
+
+_CRI_RUNC_OPTIONS = ("plugins", "io.containerd.grpc.v1.cri", "containerd", "runtimes", "runc", "options")
+# containerd 2.x moved the runtimes under the CRI runtime plugin.
+_CRI_RUNC_OPTIONS_V3 = ("plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "runc", "options")
+
+_TOKEN = re.compile(r"\b[a-z0-9]{6}\.[a-z0-9]{16}\b")
+_HEX64 = re.compile(r"\b[a-f0-9]{64}\b")
+
+
+def _probe(module: str) -> str:
+    return _PROVIDES.get(module, "/sys/module/%s" % module)
+
+
+def module_probe_paths(modules) -> list:
+    """The paths the role stats to tell whether each module is there."""
+    return [p for p in (_probe(m) for m in modules) if not p.startswith("filesystem:")]
+
+
+def _swap_problems(host, checks, kubelet):
+    devices = [line.split()[0] for line in (checks.get("swaps") or "").splitlines()[1:] if line.strip()]
+    if not devices or kubelet.get("failSwapOn", True) is False:
+        return []
+    return ["%s: swap is on (%s) and kubelet refuses to start with swap (failSwapOn). Fix: run "
+            "'swapoff -a' and comment out the swap lines of /etc/fstab (gpushare.cluster.host_prep "
+            "does both with host_prep_disable_swap: true), or allow swap with kubeadm_kubelet_config: "
+            "{failSwapOn: false, memorySwap: {swapBehavior: NoSwap}}." % (host, ", ".join(devices))]
+
+
+def _module_problems(host, checks):
+    filesystems = {line.split()[-1] for line in (checks.get("filesystems") or "").splitlines() if line.strip()}
+    present = set(checks.get("present_paths") or [])
+    problems = []
+    for module in checks.get("required_modules") or []:
+        probe = _probe(module)
+        if probe.startswith("filesystem:"):
+            found = probe.split(":", 1)[1] in filesystems
+            what = "no %s in /proc/filesystems" % probe.split(":", 1)[1]
+        else:
+            found = probe in present
+            what = "no %s" % probe
+        if not found:
+            problems.append(
+                "%s: kernel module %s is not loaded (%s); containerd, kube-proxy and the CNI need it. "
+                "Fix: 'modprobe %s' and list it in /etc/modules-load.d/ (gpushare.cluster.host_prep "
+                "does both for host_prep_kernel_modules), or remove it from kubeadm_required_kernel_modules "
+                "if this kernel provides it another way." % (host, module, what, module))
+    return problems
+
+
+def _runc_systemd_cgroup(dump: str):
+    """SystemdCgroup of containerd's runc runtime in ``containerd config dump``, None if unset."""
+    if tomllib is not None:
+        try:
+            config = tomllib.loads(dump)
+        except tomllib.TOMLDecodeError as exc:
+            raise ValueError("cannot read 'containerd config dump' output: %s" % exc) from exc
+        for path in (_CRI_RUNC_OPTIONS, _CRI_RUNC_OPTIONS_V3):
+            node = config
+            for key in path:
+                node = node.get(key) if isinstance(node, dict) else None
+            if isinstance(node, dict) and "SystemdCgroup" in node:
+                return bool(node["SystemdCgroup"])
+        return None
+    section = re.search(r'(?ms)^\s*\[plugins\."io\.containerd\.(?:grpc\.v1\.cri|cri\.v1\.runtime)"'
+                        r'\.containerd\.runtimes\.runc\.options\](.*?)(?=^\s*\[|\Z)', dump)
+    match = section and re.search(r"(?m)^\s*SystemdCgroup\s*=\s*(true|false)", section.group(1))
+    return None if not match else match.group(1) == "true"
+
+
+def _cgroup_problems(host, checks, kubelet):
+    dump = checks.get("containerd_config_dump")
+    if not dump:
+        return []
+    kubelet_driver = kubelet.get("cgroupDriver", "systemd")
+    systemd = _runc_systemd_cgroup(dump)
+    containerd_driver = "systemd" if systemd else "cgroupfs"
+    if containerd_driver == kubelet_driver:
+        return []
+    return ["%s: containerd runs containers with the %s cgroup driver (SystemdCgroup = %s in "
+            "'containerd config dump') but kubelet is configured for %s; pods would fail to start. "
+            "Fix: drop the SystemdCgroup setting from the files in /etc/containerd/conf.d/ (the role's "
+            "config.toml sets it to true) and restart containerd, or set kubeadm_kubelet_config."
+            "cgroupDriver to %s." % (host, containerd_driver, str(bool(systemd)).lower(), kubelet_driver,
+                                     containerd_driver)]
+
+
+def _node_address(node):
+    for address in (node.get("status") or {}).get("addresses") or []:
+        if address.get("type") == "InternalIP":
+            return address.get("address")
+    return "unknown address"
+
+
+def _name_problems(host, checks):
+    nodes = checks.get("cluster_nodes")
+    if not nodes or checks.get("is_member"):
+        return []
+    name = node_name(host)
+    machine_id = (checks.get("machine_id") or "").strip()
+    for node in nodes:
+        if (node.get("metadata") or {}).get("name") != name:
+            continue
+        theirs = ((node.get("status") or {}).get("nodeInfo") or {}).get("machineID", "")
+        if theirs and theirs == machine_id:
+            return []       # this machine, rejoining after losing its kubelet.conf
+        return ["%s: the Kubernetes node name %s is already taken by another machine (machine-id %s, "
+                "address %s); this host (machine-id %s) is not a member and cannot join under that name. "
+                "Fix: give this host an inventory name whose node name (lower case, without the domain) "
+                "is free, or, when that machine is gone for good, delete its node: 'kubectl delete node %s'."
+                % (host, name, theirs or "unknown", _node_address(node), machine_id or "unknown", name)]
+    return []
+
+
+def preflight_problems(host: str, checks: dict, kubelet_config: dict) -> list:
+    """Every reason ``host`` cannot run kubelet or join, each with its fix; [] when none.
+
+    ``checks`` holds what the role read on the host: ``swaps`` (/proc/swaps),
+    ``filesystems`` (/proc/filesystems), ``required_modules`` and ``present_paths`` (the
+    ``module_probe_paths`` that exist), optionally ``containerd_config_dump``, and for the
+    node-name check ``cluster_nodes`` (Node objects; absent before the first init),
+    ``machine_id`` and ``is_member`` (has /etc/kubernetes/kubelet.conf).
+    ``kubelet_config`` is the KubeletConfiguration the role gives kubelet.
+    """
+    if not isinstance(checks, dict):
+        raise ValueError("checks must be a mapping, got %r" % (checks,))
+    kubelet = kubelet_config or {}
+    return (_swap_problems(host, checks, kubelet) + _module_problems(host, checks)
+            + _cgroup_problems(host, checks, kubelet) + _name_problems(host, checks))
+
+
+def redact_join_secrets(text) -> str:
+    """``text`` with bootstrap tokens and 64-hex secrets (certificate keys) masked."""
+    text = _TOKEN.sub("<token>", str(text or ""))
+    return _HEX64.sub("<redacted>", text)
+
+
+def bridge_cni(nodes, name: str, network: str = "gpushare-bridge", bridge: str = "cni0") -> dict:
+    """The bridge CNI of node ``name``: ``{"conflist": ..., "routes": [{"dest", "via"}]}``.
+
+    Each node's pods get addresses from its own podCIDR (host-local); traffic to another
+    node's pods is routed to that node's InternalIP, so the nodes must share one L2
+    network or routed subnet.
+    """
+    by_name = {(n.get("metadata") or {}).get("name"): n for n in nodes or []}
+    node = by_name.get(name)
+    if node is None:
+        raise ValueError("node %s is not in the cluster (nodes: %s); it has to join before its CNI "
+                         "configuration can be written" % (name, ", ".join(sorted(k for k in by_name if k))))
+    cidr = (node.get("spec") or {}).get("podCIDR")
+    if not cidr:
+        raise ValueError("node %s has no spec.podCIDR; the bridge CNI needs the controller-manager to "
+                         "allocate node CIDRs: set kubeadm_pod_subnet (it is passed to kubeadm as "
+                         "networking.podSubnet)" % name)
+    conflist = {
+        "cniVersion": "1.0.0",
+        "name": network,
+        "plugins": [
+            {"type": "bridge", "bridge": bridge, "isGateway": True, "ipMasq": True, "hairpinMode": True,
+             "ipam": {"type": "host-local", "ranges": [[{"subnet": cidr}]], "routes": [{"dst": "0.0.0.0/0"}]}},
+            {"type": "portmap", "capabilities": {"portMappings": True}},
+        ],
+    }
+    routes = []
+    for other_name in sorted(k for k in by_name if k and k != name):
+        other = by_name[other_name]
+        other_cidr = (other.get("spec") or {}).get("podCIDR")
+        address = _node_address(other)
+        if other_cidr and address != "unknown address":
+            routes.append({"dest": other_cidr, "via": address})
+    return {"conflist": conflist, "routes": routes}

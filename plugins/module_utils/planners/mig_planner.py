@@ -1,0 +1,685 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Choose MIG layouts: which profiles each MIG GPU is cut into and which slice each
+service replica gets.
+
+The choice is an integer programme over *patterns* (every placement-feasible multiset of
+profiles on one GPU of a model, see mig_geometry), solved with HiGHS through scipy.
+Objectives, in strict order, each solved to proven optimality before the next:
+
+1. convert the fewest ``auto`` GPUs to MIG (GPUs declared ``mig`` are MIG anyway);
+2. host the services on the fewest GPUs;
+3. waste the least memory (sum of slice memory minus what each replica needs).
+
+Its size does not grow with the fleet: replicas that fit the same slices are one class
+(however many distinct memory sizes they ask for), slices of the same memory are one kind
+for replicas that are not pinned to a profile, and counts of GPUs and replicas are
+numbers in the programme, not columns. So the result is exact and the same on every run;
+each objective has a safety time limit that a normal fleet never meets, and if one is met
+the best layout found is kept and reported as not exact (MigSolve), never refused.
+Leftover capacity on each GPU is then carved into the largest profiles that still fit,
+or left unpartitioned (policy).
+"""
+
+from __future__ import annotations
+
+import time
+from bisect import bisect_left
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from functools import lru_cache
+from itertools import combinations_with_replacement, product
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import mig_geometry
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
+
+
+@dataclass(frozen=True)
+class MigDemand:
+    """One replica of a service that needs a MIG slice."""
+    workload: str
+    team: str
+    replica: int
+    need_mib: int
+    models: tuple[str, ...]          # catalogue keys it may run on
+    profile: str | None = None       # pinned profile, else any with enough memory
+    path: str = ""
+
+
+@dataclass(frozen=True)
+class MigCandidate:
+    """A GPU that may carry MIG slices."""
+    node: str
+    index: int
+    model: str
+    declared: bool                    # mode: mig in the inventory (else auto)
+    team: str | None = None           # owner of slices no service takes
+    layout: tuple[tuple[str, int], ...] | None = None   # fixed by the inventory
+    forbidden: tuple[str, ...] = ()   # profiles this GPU must not use (see sharing_planner)
+
+
+@dataclass
+class MigSlice:
+    profile: str
+    start: int
+    size: int
+    memory_mib: int
+    team: str | None = None
+    workload: str | None = None
+    replica: int | None = None
+
+
+@dataclass
+class MigLayout:
+    node: str
+    index: int
+    model: str
+    slices: list[MigSlice] = field(default_factory=list)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = defaultdict(int)
+        for s in self.slices:
+            out[s.profile] += 1
+        return dict(sorted(out.items()))
+
+
+class MigShortfall(Exception):
+    """The services cannot be fitted; the message says by how much and what would fit."""
+
+
+def plan_mig(demands: list[MigDemand], candidates: list[MigCandidate], carve_leftover: bool = True,
+             time_limit: float = 20.0, solve: MigSolve | None = None) -> dict[tuple[str, int], MigLayout]:
+    """Layouts for every GPU that ends up in MIG mode, keyed by (node, index).
+
+    ``time_limit`` (seconds per objective) is a safety net, not part of the normal path;
+    ``solve``, if given, is filled in with how the programme was solved (MigSolve).
+    """
+    pools = _pools(candidates)
+    # Declared MIG GPUs stay MIG even when no service needs them; auto ones only when used.
+    chosen: dict[tuple[str, int], dict[str, int]] = {
+        (c.node, c.index): dict(c.layout or ()) for c in candidates if c.declared or c.layout is not None}
+    assignment: dict[tuple[str, int], list[tuple[str, MigDemand]]] = defaultdict(list)
+    if demands:
+        patterns, routes = _solve(demands, pools, time_limit, solve if solve is not None else MigSolve())
+        _realise(patterns, routes, pools, chosen, assignment)
+    layouts = {}
+    by_key = {(c.node, c.index): c for c in candidates}
+    for key, profile_counts in sorted(chosen.items()):
+        c = by_key[key]
+        model = CATALOG[c.model]
+        used = _used_counts(profile_counts, assignment[key], c.layout is not None)
+        if carve_leftover and c.layout is None:
+            used = mig_geometry.carve(model, used, _allowed(c))
+        layouts[key] = _layout(c, used, assignment[key])
+    return layouts
+
+
+def _allowed(c: MigCandidate, extra: tuple[str, ...] = ()) -> list[str]:
+    return list(_allowed_names(c.model, tuple(c.forbidden), tuple(extra)))
+
+
+@lru_cache(maxsize=1024)
+def _allowed_names(model_key: str, forbidden: tuple[str, ...], extra: tuple[str, ...]) -> tuple[str, ...]:
+    names = {p.name for p in CATALOG[model_key].base_profiles} | set(extra)
+    return tuple(sorted(names - set(forbidden)))
+
+
+@dataclass
+class _Pool:
+    model: str
+    forbidden: tuple[str, ...]
+    declared: list[MigCandidate]
+    auto: list[MigCandidate]
+    fixed: list[MigCandidate]
+
+    @property
+    def fixed_supply(self) -> dict[str, int]:
+        supply: dict[str, int] = defaultdict(int)
+        for gpu in self.fixed:
+            for name, n in gpu.layout:
+                supply[name] += n
+        return dict(supply)
+
+
+def _pools(candidates: list[MigCandidate]) -> list[_Pool]:
+    pools: dict[tuple, _Pool] = {}
+    for c in sorted(candidates, key=lambda c: (c.node, c.index)):
+        key = (c.model, tuple(sorted(c.forbidden)))
+        pool = pools.setdefault(key, _Pool(c.model, key[1], [], [], []))
+        if c.layout is not None:
+            pool.fixed.append(c)
+        elif c.declared:
+            pool.declared.append(c)
+        else:
+            pool.auto.append(c)
+    # Auto GPUs on servers that already carry MIG first: keeps other servers whole.
+    mig_nodes = {c.node for c in candidates if c.declared}
+    for pool in pools.values():
+        pool.auto.sort(key=lambda c: (c.node not in mig_nodes, c.node, c.index))
+    return [pools[k] for k in sorted(pools)]
+
+
+def _slots_of(model, name: str, pinned: tuple[str, ...]) -> list[tuple]:
+    """What one slice of ``name`` offers in the programme.
+
+    A replica that is not pinned only needs memory, so slices of the same memory are one
+    kind, ("mem", MiB): 1g.35gb and 2g.35gb on an H200 (or 3g.71gb and 4g.71gb) are
+    interchangeable for it, and treating them as one removes ties HiGHS would otherwise have
+    to branch through. A pinned profile is also its own kind, ("pin", name).
+    """
+    profile = model.profile(name)
+    kinds = [] if profile.variant else [("mem", profile.memory_mib)]
+    return kinds + ([("pin", name)] if name in pinned else [])
+
+
+def _supply(model, counts, pinned) -> dict[tuple, int]:
+    supply: dict[tuple, int] = defaultdict(int)
+    for name, n in counts:
+        for kind in _slots_of(model, name, pinned):
+            supply[kind] += n
+    return dict(supply)
+
+
+@lru_cache(maxsize=256)
+def _columns(model_key: str, names: tuple[str, ...], pinned: tuple[str, ...]):
+    """The patterns worth a column, each with its supply of slice kinds.
+
+    A pattern whose supply another pattern's covers is dropped: a GPU cut with more slices
+    than its replicas use is as good (only the used slices are kept, then the rest is
+    carved). Of patterns with the same supply the one with the most compute stays. On a
+    7-way GPU 10 of the 77 patterns are left.
+    """
+    import numpy as np
+
+    model = CATALOG[model_key]
+    ranked = sorted(mig_geometry.patterns(model_key, names),
+                    key=lambda p: (-sum(model.profile(n).compute_slices * c for n, c in p), p))
+    supplies = [_supply(model, p, pinned) for p in ranked]
+    kinds = sorted({kind for supply in supplies for kind in supply})
+    table = np.array([[supply.get(kind, 0) for kind in kinds] for supply in supplies]).reshape(len(ranked), len(kinds))
+    at_least = (table[:, None, :] >= table[None, :, :]).all(axis=2)      # [j, i]: j's supply covers i's
+    same = at_least & at_least.T
+    earlier = np.tri(len(ranked), k=-1, dtype=bool).T                    # [j, i]: j < i
+    covered = ((at_least & ~same) | (same & earlier)).any(axis=0)
+    return tuple((p, supplies[i]) for i, p in enumerate(ranked) if supplies[i] and not covered[i])
+
+
+def _offered(pools: list[_Pool], pool_names) -> dict[str, dict[str, int]]:
+    """Per model, the profiles some pool of it can give (name -> memory MiB)."""
+    offered: dict[str, dict[str, int]] = defaultdict(dict)
+    for k, pool in enumerate(pools):
+        model = CATALOG[pool.model]
+        names = set(pool_names[k]) if pool.declared or pool.auto else set()
+        for name in names | set(pool.fixed_supply):
+            offered[pool.model][name] = model.profile(name).memory_mib
+    return offered
+
+
+def _classes(demands: list[MigDemand], offered: dict[str, dict[str, int]]):
+    """Replicas grouped by the (model, profile) slices that can hold them (and the pinned
+    profile), sorted by that key.
+
+    Replicas that fit exactly the same slices are interchangeable in the programme, so the
+    number of classes is bounded by the profile memory thresholds of the offered models,
+    not by how many distinct memory sizes the services ask for. A key with no slices means
+    no GPU here can hold the replica.
+    """
+    ladders: dict[tuple, tuple[list[int], list[tuple[str, str]]]] = {}
+    keys: dict[tuple, tuple] = {}
+    classes: dict[tuple, list[MigDemand]] = defaultdict(list)
+    for d in demands:
+        ladder = ladders.get((d.models, d.profile))
+        if ladder is None:
+            # The slices a replica of these models may use, by memory: those holding a given
+            # need are a suffix of this list.
+            slices = sorted((memory, model, name) for model in set(d.models)
+                            for name, memory in offered.get(model, {}).items()
+                            if (name == d.profile if d.profile else not CATALOG[model].profile(name).variant))
+            ladder = ladders[(d.models, d.profile)] = ([s[0] for s in slices], [s[1:] for s in slices])
+        memories, pairs = ladder
+        cut = bisect_left(memories, d.need_mib)
+        key = keys.get((d.models, d.profile, cut))
+        if key is None:
+            key = keys[(d.models, d.profile, cut)] = (tuple(sorted(pairs[cut:])), d.profile or "")
+        classes[key].append(d)
+    return sorted(classes.items())
+
+
+# Objectives in strict lexicographic order, by their name in plan.json.
+STAGES = ("auto_gpus_converted", "gpus_used", "slice_memory_mib")
+_STATUS = {0: "optimal", 1: "time limit", 2: "infeasible", 3: "unbounded", 4: "failed"}
+
+
+@dataclass
+class MigSolve:
+    """How the MIG programme was solved; plan.json carries ``as_dict()`` as ``mig_solve``.
+
+    ``exact`` is false only when a stage stopped at the safety time limit: the layout is
+    then the best one found (feasible, every replica placed) but not proven optimal, and
+    ``gap`` is the largest relative gap HiGHS reported (None where it had no bound).
+    """
+    exact: bool = True
+    gap: float | None = 0.0
+    seconds: float = 0.0
+    time_limit: float = 0.0
+    classes: int = 0
+    columns: int = 0
+    rows: int = 0
+    stages: list[dict] = field(default_factory=list)
+    stage_seconds: list[float] = field(default_factory=list)
+    whole_patterns: bool = False      # solved again with whole GPUs per pattern (see _solve)
+
+    def as_dict(self) -> dict:
+        # Seconds only when not exact: an exact plan must be the same file on every run
+        # (the plan playbook is idempotent); a time-limited one already depends on load.
+        out = {"exact": self.exact, "gap": self.gap, "classes": self.classes, "stages": self.stages}
+        if not self.exact:
+            out.update(seconds=round(self.seconds, 1), time_limit_s=self.time_limit)
+        return out
+
+
+def summary_line(mig_solve: dict | None, where: str = "") -> str | None:
+    """One line for the plan module's summary when a MIG layout is not proven optimal."""
+    if not mig_solve or mig_solve["exact"]:
+        return None
+    stopped = [s["objective"] for s in mig_solve["stages"] if s["status"] != "optimal"]
+    gap = mig_solve["gap"]
+    return ("MIG layout%s: best found in %.1f s, not proven optimal (%s stopped at the %g s limit, gap %s)"
+            % (where, mig_solve["seconds"], ", ".join(stopped), mig_solve["time_limit_s"],
+               "unknown" if gap is None else "%.3g %%" % (100 * gap)))
+
+
+def _solve(demands: list[MigDemand], pools: list[_Pool], time_limit: float, solve: MigSolve):
+    started = time.perf_counter()
+    pinned = tuple(sorted({d.profile for d in demands if d.profile}))
+    pool_names, pool_columns = [], []
+    for pool in pools:
+        model = CATALOG[pool.model]
+        pins = tuple(p for p in pinned if p in {q.name for q in model.mig_profiles})
+        names = tuple(_allowed(MigCandidate("", 0, pool.model, True, forbidden=pool.forbidden), pins))
+        pool_names.append(names)
+        pool_columns.append(_columns(pool.model, names, pinned) if (pool.declared or pool.auto) else ())
+    classes = _classes(demands, _offered(pools, pool_names))
+    if not classes[0][0][0]:     # sorted first; the programme could not even be written down
+        raise MigShortfall(_explain_shortfall(classes, pools, pool_names, hopeless=classes[0][1]))
+    programme = _Programme(classes, pools, pool_names, pool_columns, pinned)
+    solve.classes, solve.columns, solve.rows = len(classes), programme.n, programme.rows
+    solve.time_limit = time_limit
+    # Fast path: GPUs per pattern continuous, slices per kind integer. The solution is then
+    # cut into whole GPUs per pool (a tiny programme each); should some pool's slices not
+    # come out of whole GPUs, everything is solved again with whole GPUs per pattern.
+    values = _stages(programme, time_limit, solve, whole_patterns=False)
+    chosen = programme.whole_gpus(values)
+    if chosen is None:
+        solve.whole_patterns = True
+        values = _stages(programme, time_limit, solve, whole_patterns=True)
+        chosen = programme.whole_gpus(values)
+    routes = programme.routes(values)
+    solve.seconds = time.perf_counter() - started
+    return chosen, routes
+
+
+class _Programme:
+    """The integer programme. Column blocks, in order:
+
+    p[pool, pattern]      GPUs cut to that pattern (see _columns)
+    a[pool]               auto GPUs converted      g[pool]  GPUs cut
+    s[pool, slice kind]   slices of that kind given to replicas
+    z[class, pool, kind]  replicas of a class on slices of that kind
+
+    Why p and z may be fractional while solving (branching on them is what made the
+    programme slow): given integer slice counts s, the replicas' routes z are a
+    transportation problem (each z is in one class row and in a chain of slice rows, a
+    pinned profile within its memory), whose optimum is integral, so ``routes`` finds
+    integer routes for the same s. And integer slice counts that g GPUs hold as a
+    fractional mix of patterns can nearly always be cut from g whole GPUs (on every
+    fleet of the tests and benchmark so far): ``whole_gpus`` does that on each solution
+    rather than trust it, and _solve solves again with whole GPUs per pattern where it
+    cannot (MigSolve.whole_patterns). The memory given depends only on s,
+    so the third objective is integral too, which HiGHS uses to prune.
+    """
+
+    def __init__(self, classes, pools, pool_names, pool_columns, pinned):
+        import numpy as np
+        from scipy.sparse import coo_matrix
+
+        self.classes, self.pools, self.pool_names, self.pinned = classes, pools, pool_names, pinned
+        self.patterns = [(k, dict(pattern), supply) for k, columns in enumerate(pool_columns)
+                         for pattern, supply in columns]
+        self.pool_columns = pool_columns
+        pools_of = defaultdict(list)
+        for k, pool in enumerate(pools):
+            pools_of[pool.model].append(k)
+        z = {}
+        for c, ((pairs, pin), _members) in enumerate(classes):
+            for model_key, name in pairs:
+                memory = CATALOG[model_key].profile(name).memory_mib
+                for k in pools_of[model_key]:
+                    if name in pool_names[k] or name in pools[k].fixed_supply:
+                        z[(c, k, ("pin", name) if pin else ("mem", memory))] = None
+        self.z = list(z)
+        uses = defaultdict(list)           # (pool, kind) -> z columns drawing on it
+        for j, (_c, k, kind) in enumerate(self.z):
+            # A pinned replica on a base profile also takes a slice of that memory.
+            for used in ([kind] if kind[0] == "mem" else _slots_of(CATALOG[pools[k].model], kind[1], pinned)):
+                uses[(k, used)].append(j)
+        self.kinds = sorted(uses)
+        self.uses = uses
+        P, K = len(pools), len(self.kinds)
+        self.A = len(self.patterns)
+        self.G = self.A + P
+        self.S = self.G + P
+        self.Z = self.S + K
+        self.n = self.Z + len(self.z)
+        self.fixed = [_supply(CATALOG[pool.model], pool.fixed_supply.items(), pinned) for pool in pools]
+
+        entries, lo, hi = [], [], []
+
+        def constraint(terms, low, high):
+            entries.extend((len(lo), col, val) for col, val in terms)
+            lo.append(low)
+            hi.append(high)
+
+        by_pool = defaultdict(list)
+        for j, (k, _pattern, _kinds) in enumerate(self.patterns):
+            by_pool[k].append(j)
+        for k, pool in enumerate(pools):
+            constraint([(j, 1) for j in by_pool[k]] + [(self.G + k, -1)], 0, 0)
+            # a_k >= GPUs cut beyond the declared ones
+            constraint([(self.A + k, 1), (self.G + k, -1)], -len(pool.declared), np.inf)
+        of_class = defaultdict(list)
+        for j, (c, _k, _kind) in enumerate(self.z):
+            of_class[c].append(self.Z + j)
+        for c, (_key, members) in enumerate(classes):
+            constraint([(col, 1) for col in of_class[c]], len(members), len(members))
+        for i, (k, kind) in enumerate(self.kinds):
+            constraint([(self.S + i, 1)] + [(self.Z + j, -1) for j in uses[(k, kind)]], 0, 0)
+            # slices given <= slices in the chosen patterns + fixed layouts
+            supply = [(j, -self.patterns[j][2][kind]) for j in by_pool[k] if self.patterns[j][2].get(kind)]
+            constraint([(self.S + i, 1)] + supply, -np.inf, self.fixed[k].get(kind, 0))
+        rows, cols, vals = zip(*entries)
+        self.matrix = coo_matrix((vals, (rows, cols)), shape=(len(lo), self.n)).tocsr()
+        self.lo, self.hi, self.rows = np.array(lo), np.array(hi), len(lo)
+        size = [len(pool.declared) + len(pool.auto) for pool in pools]
+        upper = np.zeros(self.n)
+        for j, (k, _pattern, _kinds) in enumerate(self.patterns):
+            upper[j] = size[k]
+        upper[self.A:self.G] = [len(pool.auto) for pool in pools]
+        upper[self.G:self.S] = size
+        upper[self.S:self.Z] = [sum(len(classes[self.z[j][0]][1]) for j in uses[kk]) for kk in self.kinds]
+        upper[self.Z:] = [len(classes[c][1]) for c, _k, _kind in self.z]
+        self.upper = upper
+        self.objectives = [np.zeros(self.n) for _stage in STAGES]
+        self.objectives[0][self.A:self.G] = 1
+        self.objectives[1][self.G:self.S] = 1
+        # Memory wasted = slice memory given minus the needs, and the needs are fixed:
+        # minimising the memory given is the same, whatever each replica needs.
+        for i, (k, (how, what)) in enumerate(self.kinds):
+            profile = None if how == "mem" else CATALOG[pools[k].model].profile(what)
+            if how == "mem" or profile.variant:     # a pinned base profile is counted by its memory row
+                self.objectives[2][self.S + i] = what if how == "mem" else profile.memory_mib
+
+    def integrality(self, whole_patterns: bool):
+        import numpy as np
+        integrality = np.zeros(self.n)
+        integrality[:self.A] = 1 if whole_patterns else 0
+        integrality[self.A:self.Z] = 1
+        return integrality
+
+    def whole_gpus(self, values):
+        """Whole GPUs per pattern that give the slices ``values`` counts, or None."""
+        import numpy as np
+        from scipy.optimize import Bounds, LinearConstraint, milp
+
+        integral = np.all(np.abs(values[:self.A] - np.round(values[:self.A])) < 1e-6)
+        if integral:
+            return [(k, pattern, int(round(values[j]))) for j, (k, pattern, _s) in enumerate(self.patterns)
+                    if round(values[j])]
+        chosen = []
+        for k, columns in enumerate(self.pool_columns):
+            wanted = {kind: round(values[self.S + i]) - self.fixed[k].get(kind, 0)
+                      for i, (kk, kind) in enumerate(self.kinds) if kk == k}
+            wanted = {kind: n for kind, n in wanted.items() if n > 0}
+            if not wanted:
+                continue
+            if not columns:       # only fixed layouts here, and they do not hold it: no shortcut
+                return None
+            # Fewest GPUs of this pool whose patterns hold the wanted slices.
+            matrix = np.array([[supply.get(kind, 0) for _pattern, supply in columns] for kind in wanted])
+            gpus = round(values[self.G + k])
+            result = milp(np.ones(len(columns)), integrality=np.ones(len(columns)),
+                          bounds=Bounds(0, gpus),
+                          constraints=[LinearConstraint(matrix, list(wanted.values()), np.inf),
+                                       LinearConstraint(np.ones((1, len(columns))), 0, gpus)])
+            if result.x is None:
+                return None
+            chosen += [(k, dict(pattern), int(round(x))) for (pattern, _s), x in zip(columns, result.x) if round(x)]
+        return chosen
+
+    def routes(self, values):
+        """(replica queue, pool, kind, count): integer routes for the slice counts in ``values``."""
+        import numpy as np
+        from scipy.optimize import Bounds, LinearConstraint, milp
+        from scipy.sparse import coo_matrix
+
+        z = values[self.Z:]
+        if np.any(np.abs(z - np.round(z)) > 1e-6):
+            # With the slice counts fixed this is a transportation problem: its LP optimum
+            # is integral, and the fractional z solved is a feasible point of it.
+            entries = [(i, j, 1) for i, kind in enumerate(self.kinds) for j in self.uses[kind]]
+            entries += [(len(self.kinds) + c, j, 1) for j, (c, _k, _kind) in enumerate(self.z)]
+            rows, cols, vals = zip(*entries)
+            matrix = coo_matrix((vals, (rows, cols)), shape=(len(self.kinds) + len(self.classes), len(self.z)))
+            wanted = np.concatenate([np.round(values[self.S:self.Z]), [len(m) for _key, m in self.classes]])
+            result = milp(np.zeros(len(self.z)), integrality=np.ones(len(self.z)),
+                          bounds=Bounds(0, self.upper[self.Z:]), constraints=[LinearConstraint(matrix.tocsr(), wanted, wanted)])
+            if result.x is None:
+                raise MigShortfall("the MIG programme could not be solved: %s" % result.message)
+            z = result.x
+        z = np.round(z).astype(int)
+        # Each class's replicas are handed out in order along its routes; any member fits
+        # any slice of the class, so which one goes where changes no objective.
+        queues = [iter(members) for _key, members in self.classes]
+        return [(queues[c], k, kind, int(z[j])) for j, (c, k, kind) in enumerate(self.z) if z[j]]
+
+
+def _stages(programme: _Programme, time_limit: float, solve: MigSolve, whole_patterns: bool):
+    """Minimise each objective in turn, keeping the ones before at their values."""
+    import numpy as np
+    from scipy.optimize import Bounds, LinearConstraint, milp
+
+    constraints = [LinearConstraint(programme.matrix, programme.lo, programme.hi)]
+    bounds = Bounds(np.zeros(programme.n), programme.upper)
+    integrality = programme.integrality(whole_patterns)
+    # mip_rel_gap 0: HiGHS's default (1e-4) lets a stage stop while a GPU could still be
+    # saved on a fleet of 10,000. The time limit is a safety net; the normal path is far below.
+    options = {"time_limit": time_limit, "mip_rel_gap": 0.0}
+    solve.exact, solve.gap, solve.stages, solve.stage_seconds = True, 0.0, [], []
+    values = None
+    for stage, objective in zip(STAGES, programme.objectives):
+        started = time.perf_counter()
+        # Measured (benchmarks/mig_solver.py, 14 seeds): HiGHS's presolve makes the root cuts
+        # for the memory objective slower (0.4-3.9 s, without it 0.5-2.0 s); it helps the others.
+        presolve = stage != "slice_memory_mib"
+        result = milp(objective, constraints=constraints, integrality=integrality, bounds=bounds,
+                      options=dict(options, presolve=presolve))
+        if result.status == 2 and values is None:
+            raise MigShortfall(_explain_shortfall(programme.classes, programme.pools, programme.pool_names))
+        if result.x is not None:
+            values = result.x
+        elif values is None:
+            values = _any_layout(milp, constraints, integrality, bounds, programme)
+        # else: stopped with nothing better than the previous stage's layout, which still holds.
+        best = float(objective @ np.round(values))
+        solve.stage_seconds.append(time.perf_counter() - started)
+        solve.stages.append({"objective": stage, "status": _STATUS.get(result.status, "failed"),
+                             "value": int(round(best))})
+        if result.status != 0:
+            gap = getattr(result, "mip_gap", None) if result.x is not None else None
+            solve.exact = False
+            solve.gap = None if gap is None or solve.gap is None else max(solve.gap, float(gap))
+        # Keep this objective at its value while the next one is minimised (values are integers).
+        constraints.append(LinearConstraint(objective.reshape(1, -1), -np.inf, best + 0.5))
+    return values
+
+
+def _any_layout(milp, constraints, integrality, bounds, programme):
+    """Some feasible layout, without a time limit: the first stage met its limit before HiGHS
+    found any. With a zero objective the first layout found is optimal, so this ends as soon
+    as there is one, or with a proof that there is none: never a refusal by the clock."""
+    import numpy as np
+    result = milp(np.zeros(programme.n), constraints=constraints, integrality=integrality, bounds=bounds)
+    if result.x is None:
+        if result.status == 2:
+            raise MigShortfall(_explain_shortfall(programme.classes, programme.pools, programme.pool_names))
+        raise MigShortfall("the MIG programme could not be solved: %s" % result.message)
+    return result.x
+
+
+_SHOWN = 20     # lines of services in a shortfall message
+
+
+def _explain_shortfall(classes, pools, pool_names, hopeless=None) -> str:
+    lines = ["the MIG services do not fit on the GPUs that may be cut with MIG:"]
+    if hopeless:
+        lines = ["no GPU that may be cut with MIG has a slice that holds these replicas:"]
+        classes = [((), hopeless)]
+    # Said per need, not per solver class: a class mixes sizes, a person thinks in services.
+    groups: dict[tuple, list[MigDemand]] = defaultdict(list)
+    for _key, members in classes:
+        for d in members:
+            groups[(-d.need_mib, d.models, d.profile or "")].append(d)
+    shown_groups = sorted(groups.items())
+    for (need, models, pin), members in shown_groups[:_SHOWN]:
+        names = sorted({d.workload for d in members})
+        shown = ", ".join(names[:4]) + (" and %d more" % (len(names) - 4) if len(names) > 4 else "")
+        lines.append("  - %d replica(s) of %s need %s on %s" % (
+            len(members), shown, pin or "a slice with at least %d MiB" % -need, ", ".join(models)))
+    if len(shown_groups) > _SHOWN:
+        lines.append("  - and %d replica(s) of other sizes" % sum(len(m) for _k, m in shown_groups[_SHOWN:]))
+    for k, pool in enumerate(pools):
+        model = CATALOG[pool.model]
+        count = len(pool.declared) + len(pool.auto)
+        names = pool_names[k] if count else ()
+        biggest = max((model.profile(n).memory_mib for n in names), default=0)
+        per_gpu = {}
+        for pattern in (mig_geometry.patterns(pool.model, names) if names else ()):
+            for name, c in pattern:
+                per_gpu[name] = max(per_gpu.get(name, 0), c)
+        lines.append("  - %s: %d GPU(s) free for MIG (+ fixed layouts %s); largest slice %d MiB; per GPU at most %s"
+                     % (model.key, count, dict(pool.fixed_supply) or "none", biggest,
+                        ", ".join("%d x %s" % (v, n) for n, v in sorted(per_gpu.items())) or "nothing"))
+    lines.append("  Add GPUs with mode mig or auto, lower memory_gib, or allow more GPU models (gpu_model).")
+    return "\n".join(lines)
+
+
+def _realise(chosen_patterns, routes, pools, chosen, assignment) -> None:
+    """Give patterns to concrete GPUs, then replicas to concrete slices."""
+    slots: dict[tuple[int, str], list[tuple[str, int]]] = defaultdict(list)   # (pool, profile) -> GPU per slice
+    by_memory: dict[tuple[int, int], list[str]] = defaultdict(list)          # (pool, MiB) -> base profiles
+    for k, pool in enumerate(pools):
+        # Fullest patterns on the first GPUs, so the GPUs left over stay whole.
+        model = CATALOG[pool.model]
+        mine = sorted(((pattern, count) for kk, pattern, count in chosen_patterns if kk == k),
+                      key=lambda pc: -sum(model.profile(n).size * c for n, c in pc[0].items()))
+        patterns = [pattern for pattern, count in mine for _copy in range(count)]
+        # Slices the inventory fixed are filled first: they exist whatever the plan.
+        gpus = [((gpu.node, gpu.index), dict(gpu.layout)) for gpu in pool.fixed]
+        for gpu, pattern in zip(pool.declared + pool.auto, patterns):
+            chosen[(gpu.node, gpu.index)] = dict(pattern)
+            gpus.append(((gpu.node, gpu.index), dict(pattern)))
+        for gpu_key, counts in gpus:
+            for name, count in sorted(counts.items()):
+                slots[(k, name)] += [gpu_key] * count
+        for profile in model.base_profiles:
+            by_memory[(k, profile.memory_mib)].append(profile.name)
+    taken: dict[tuple[int, str], int] = defaultdict(int)
+    # Pinned replicas first: the others may take any slice of the memory they were given.
+    for members, k, (how, what), count in sorted(routes, key=lambda r: r[2][0] == "mem"):
+        for name in ([what] if how == "pin" else by_memory[(k, what)]):
+            first = taken[(k, name)]
+            for gpu_key in slots[(k, name)][first:first + count]:
+                assignment[gpu_key].append((name, next(members)))
+            got = len(slots[(k, name)][first:first + count])
+            taken[(k, name)] = first + got
+            count -= got
+    for pool in pools:
+        for gpu in pool.declared + pool.auto:
+            if assignment.get((gpu.node, gpu.index)):
+                assignment[(gpu.node, gpu.index)] = _canonical_profiles(gpu, assignment[(gpu.node, gpu.index)])
+
+
+def _canonical_profiles(gpu: MigCandidate, assigned):
+    """The same replicas on a GPU get the same profiles, whichever pattern the solver chose.
+
+    A replica that is not pinned only needs memory, and the solver only counts slices by
+    memory, so 1g.35gb or 2g.35gb (3g.71gb or 4g.71gb) is its pattern's accident; that
+    accident differed between the day and night states of one inventory and re-cut an
+    unchanged GPU. Here each gets, per memory, the profile with the fewest compute slices
+    that still places next to the others (the compute left over goes to the carved rest).
+    """
+    model = CATALOG[gpu.model]
+    pinned: dict[str, int] = Counter()
+    free: dict[int, list[MigDemand]] = defaultdict(list)      # MiB -> replicas that only need memory
+    for name, d in assigned:
+        if d.profile:
+            pinned[name] += 1
+        else:
+            free[model.profile(name).memory_mib].append(d)
+    levels = tuple(sorted((memory, len(ds)) for memory, ds in free.items()))
+    names = _fewest_compute(gpu.model, _allowed_names(gpu.model, tuple(gpu.forbidden), ()),
+                            tuple(sorted(pinned.items())), levels)
+    if names is None:     # cannot happen: the solver's own choice places; keep it then
+        return assigned
+    out = [(name, d) for name, d in assigned if d.profile]
+    for memory, _n in levels:
+        out += zip(names[memory], free[memory])
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _fewest_compute(model_key: str, allowed: tuple[str, ...], pinned, levels):
+    """Per memory, the profiles for ``levels`` ((MiB, count), ...) with the fewest compute
+    slices in all that place next to ``pinned`` ((profile, count), ...), or None."""
+    model = CATALOG[model_key]
+    per_level = []
+    for memory, n in levels:
+        names = sorted(p.name for p in model.base_profiles if p.memory_mib == memory and p.name in allowed)
+        per_level.append([(memory, combo) for combo in combinations_with_replacement(names, n)])
+    choices = sorted(product(*per_level), key=lambda choice: (
+        sum(model.profile(name).compute_slices for _m, combo in choice for name in combo), choice))
+    for choice in choices:
+        counts = Counter(dict(pinned))
+        counts.update(name for _m, combo in choice for name in combo)
+        if mig_geometry.feasible(model, counts):
+            return {memory: sorted(combo) for memory, combo in choice}
+    return None
+
+
+def _used_counts(pattern: dict[str, int], assigned, fixed: bool) -> dict[str, int]:
+    if fixed:
+        return dict(pattern)
+    used: dict[str, int] = defaultdict(int)
+    for name, _d in assigned:
+        used[name] += 1
+    return dict(used)
+
+
+def _layout(c: MigCandidate, counts: dict[str, int], assigned) -> MigLayout:
+    model = CATALOG[c.model]
+    placement = mig_geometry.place(model, counts)
+    if placement is None:   # only a fixed layout from the inventory can get here
+        raise MigShortfall("%s GPU %d: the MIG layout %s has no valid placement on %s"
+                           % (c.node, c.index, counts, model.key))
+    pending = defaultdict(list)
+    for name, demand in sorted(assigned, key=lambda a: (a[1].workload, a[1].replica)):
+        pending[name].append(demand)
+    layout = MigLayout(c.node, c.index, c.model)
+    for name, start in placement:
+        profile = model.profile(name)
+        demand = pending[name].pop(0) if pending[name] else None
+        layout.slices.append(MigSlice(
+            profile=name, start=start, size=profile.size, memory_mib=profile.memory_mib,
+            team=demand.team if demand else c.team, workload=demand.workload if demand else None,
+            replica=demand.replica if demand else None))
+    return layout

@@ -1,0 +1,491 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The one Plan: inventory in, every decision out, as a JSON-ready dict.
+
+``build_plan(variables)`` validates the inventory, resolves ``auto`` GPUs, cuts MIG GPUs
+(mig_planner), decides each node's device-plugin sharing (sharing_planner), derives the
+Kueue objects (kueue_quotas) and DRA claim templates (dra_claims). Sharing windows (a
+GPU that is time-sliced by day and lent whole at night) are planned the same way from
+the inventory as it is inside the window, so each window is a full, valid state of its
+own. Nothing here talks to a cluster; roles only apply what this returns. The format is
+documented in docs/plan-format.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+from collections import defaultdict
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners import dra_claims, kueue_quotas, mig_planner, sharing_planner
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid, Problems
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import (
+    Inventory, check_state, clock_minutes, load_inventory, time_zone, window_minutes)
+
+PLAN_FORMAT = "gpushare.cluster/plan-v1"
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
+DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
+DEFAULT_DEVICE_PLUGIN_CONFIG = "default"
+
+
+def build_plan(variables: dict) -> dict:
+    """The whole plan, or PlanInvalid listing every problem (then nothing is rendered)."""
+    inventory = load_inventory(variables)
+    state = _plan_state(inventory, Problems(), suffix="")
+    problems = Problems()
+    windows = [_plan_window(inventory, name, state["nodes"], problems) for name in _window_names(inventory)]
+    problems.raise_if_any()
+    return {
+        "format": PLAN_FORMAT,
+        "cluster": {"name": inventory.policy.cluster_name,
+                    "kubernetes_distribution": inventory.policy.distribution,
+                    "cohort": inventory.policy.cohort,
+                    "mig_leftover": inventory.policy.mig_leftover,
+                    "cpu_memory_quota": inventory.policy.cpu_memory_quota,
+                    "allow_disruption": inventory.policy.allow_disruption,
+                    "timezone": inventory.policy.timezone},
+        "teams": state["teams"],
+        "nodes": state["nodes"],
+        "workloads": state["workloads"],
+        "kueue": state["kueue"],
+        "dra": {"claim_templates": state["claim_templates"], "nodes": [n["name"] for n in state["nodes"] if n["dra"]]},
+        "windows": windows,
+        "warnings": state["warnings"],
+        # How the MIG layout was solved; exact unless a safety time limit stopped it (mig_planner.MigSolve).
+        "mig_solve": state["mig_solve"],
+    }
+
+
+# --------------------------------------------------------------------------- one state
+
+def _plan_state(inventory: Inventory, problems: Problems, suffix: str) -> dict:
+    """One full state; ``suffix`` names a window's configs. Workload demand is checked in
+    the base state only: inside a window the workloads of the changed GPUs are off.
+    Raises PlanInvalid as soon as a step records a problem: later steps may rely on it."""
+    warnings: list[str] = []
+    sharing = {n.name: sharing_planner.node_sharing(n.model, {g.index: g.mode for g in n.gpus},
+                                                    {g.index: g.replicas for g in n.gpus}) for n in inventory.nodes}
+    mig_solve = mig_planner.MigSolve()
+    layouts = _plan_mig(inventory, sharing, problems, mig_solve)
+    problems.raise_if_any()
+    whole_team = _assign_whole_gpus(inventory, layouts, sharing)
+    nodes = [_node_record(n, sharing[n.name], layouts, whole_team, suffix) for n in inventory.nodes]
+    if not suffix:
+        _check_demand(inventory, nodes, problems, warnings)
+    capacities, labels = _capacities(inventory, nodes)
+    cpu_memory = _cpu_memory(inventory, nodes, problems)
+    problems.raise_if_any()
+    kueue = kueue_quotas.plan_kueue(inventory.teams, inventory.policy, capacities, cpu_memory, labels,
+                                    dra_in_use=any(w.sharing == "dra" for w in inventory.workloads))
+    return {
+        "nodes": nodes,
+        "teams": _team_records(inventory, capacities),
+        "workloads": _workload_records(inventory, nodes),
+        "kueue": kueue,
+        "claim_templates": dra_claims.plan_claims(inventory.workloads, inventory.teams),
+        "warnings": warnings,
+        "mig_solve": mig_solve.as_dict(),
+    }
+
+
+def _mig_models(inventory: Inventory) -> tuple[str, ...]:
+    return tuple(sorted({n.model for n in inventory.nodes if CATALOG[n.model].mig_capable and not n.dra}))
+
+
+def _plan_mig(inventory: Inventory, sharing, problems: Problems, solve=None) -> dict:
+    candidates = []
+    layouts = {}
+    for node in inventory.nodes:
+        model = CATALOG[node.model]
+        if not model.mig_capable or node.dra:
+            continue
+        share = sharing[node.name]
+        full = sharing_planner.full_profile(model)
+        forbidden = (full,) if share.via_mig else ()
+        for gpu in node.gpus:
+            if gpu.mode == "timeslice" and share.via_mig:
+                # One full-size instance, time-sliced (see sharing_planner).
+                layouts[(node.name, gpu.index)] = _single_instance(node, gpu, full)
+            elif gpu.mode == "mig":
+                if full in forbidden and full in dict(gpu.mig_layout or ()):
+                    problems.add(gpu.path + ".mig_layout", "uses %s, the full-card instance that time-slices GPUs %s "
+                                 "of this server" % (full, list(share.gpus)), dict(gpu.mig_layout),
+                                 "profiles other than %s on this server" % full,
+                                 "The device plugin time-slices a resource name, so this GPU's %s would be "
+                                 "time-sliced too: use smaller profiles, or time-slice on another server" % full)
+                candidates.append(mig_planner.MigCandidate(node.name, gpu.index, node.model, True, gpu.team,
+                                                           gpu.mig_layout, forbidden))
+            elif gpu.mode == "auto":
+                candidates.append(mig_planner.MigCandidate(node.name, gpu.index, node.model, False, gpu.team,
+                                                           None, forbidden))
+    demands = []
+    mig_models = _mig_models(inventory)
+    for w in inventory.workloads:
+        if w.sharing != "mig":
+            continue
+        models = (w.gpu_model,) if w.gpu_model else mig_models
+        if w.mig_profile and not any(w.mig_profile in {p.name for p in CATALOG[m].mig_profiles} for m in models):
+            problems.add(w.path + ".mig_profile", "is not a MIG profile of %s" % (", ".join(models) or "any GPU here"),
+                         w.mig_profile, ", ".join(sorted({p.name for m in models for p in CATALOG[m].mig_profiles}))
+                         or "none: no GPU here has MIG", "Profile names differ between GPU models")
+            continue
+        if not models:
+            problems.add(w.path + ".sharing", "needs a MIG-capable GPU, and the inventory has none", "mig",
+                         "whole, timeslice", "Add a MIG-capable server or share this workload differently")
+            continue
+        if not any(_may_host(c, models, w.mig_profile) for c in candidates):
+            _no_mig_gpu(inventory, w, models, problems)
+            continue
+        demands += [mig_planner.MigDemand(w.name, w.team, r, w.memory_mib, models, w.mig_profile, w.path)
+                    for r in range(w.replicas)]
+    try:
+        layouts.update(mig_planner.plan_mig(demands, candidates, inventory.policy.mig_leftover == "carve",
+                                            solve=solve))
+    except mig_planner.MigShortfall as shortfall:
+        problems.add("gpushare_workloads", str(shortfall), allowed="MIG services that fit the MIG and auto GPUs",
+                     hint="Add GPUs with mode mig or auto, lower memory_gib, or allow more GPU models (gpu_model)")
+    return layouts
+
+
+def _may_host(c: mig_planner.MigCandidate, models: tuple[str, ...], pin: str | None) -> bool:
+    """Whether GPU ``c`` could carry a slice for a service on ``models`` pinned to ``pin``."""
+    if c.model not in models:
+        return False
+    if c.layout is not None:
+        return pin is None or pin in dict(c.layout)
+    return pin is None or (pin in {p.name for p in CATALOG[c.model].mig_profiles} and pin not in c.forbidden)
+
+
+def _no_mig_gpu(inventory: Inventory, w, models: tuple[str, ...], problems: Problems) -> None:
+    """Service ``w`` needs MIG but no GPU of its models may be cut: name the GPUs that could be."""
+    could = ["%s GPU %d (%s%s)" % (n.name, g.index, g.mode, ", dra: true" if n.dra else "")
+             for n in inventory.nodes if n.model in models for g in n.gpus]
+    problems.add(w.path + (".gpu_model" if w.gpu_model else ".sharing"),
+                 "service %s needs a MIG slice%s, but no %s GPU may be cut with MIG"
+                 % (w.name, " %s" % w.mig_profile if w.mig_profile else "", " or ".join(models)),
+                 w.gpu_model or "mig",
+                 "GPUs that could become MIG GPUs: %s" % (", ".join(could) or "none of these models in the inventory"),
+                 "Set mode: mig or auto on one of them (and dra: false on its server), or share this service "
+                 "another way (sharing: whole or timeslice)")
+
+
+def _single_instance(node, gpu, profile_name: str) -> mig_planner.MigLayout:
+    profile = CATALOG[node.model].profile(profile_name)
+    return mig_planner.MigLayout(node.name, gpu.index, node.model, [
+        mig_planner.MigSlice(profile.name, 0, profile.size, profile.memory_mib, gpu.team)])
+
+
+def _assign_whole_gpus(inventory: Inventory, layouts, sharing) -> dict[tuple[str, int], str | None]:
+    """Owner of every GPU that stays whole; unowned auto GPUs go to serving teams short of GPUs."""
+    owners: dict[tuple[str, int], str | None] = {}
+    for node in inventory.nodes:
+        for gpu in node.gpus:
+            if (node.name, gpu.index) not in layouts and gpu.mode in ("whole", "auto"):
+                owners[(node.name, gpu.index)] = gpu.team
+    need: dict[str, int] = defaultdict(int)
+    for w in inventory.workloads:
+        if w.sharing in ("whole", "dra") and w.kind == "serving":
+            need[w.team] += w.replicas * w.gpus
+    for owner in owners.values():
+        if owner:
+            need[owner] -= 1
+    for key in sorted(k for k, v in owners.items() if v is None):
+        short = sorted((t for t, n in need.items() if n > 0), key=lambda t: (-need[t], t))
+        if not short:
+            break
+        owners[key] = short[0]
+        need[short[0]] -= 1
+    return owners
+
+
+def _node_record(node, share, layouts, whole_team, suffix: str) -> dict:
+    model = CATALOG[node.model]
+    config_name = "gpushare-%s%s" % (node.name, suffix)
+    gpus = []
+    whole_cards = 0
+    mig_profiles = []
+    for gpu in node.gpus:
+        key = (node.name, gpu.index)
+        record = {"index": gpu.index, "declared_mode": gpu.mode, "mig": None}
+        if key in layouts:
+            layout = layouts[key]
+            record["mode"] = "timeslice" if gpu.mode == "timeslice" else "mig"
+            record["team"] = gpu.team
+            record["mig"] = {"profiles": layout.counts(), "slices": [dict(vars(s)) for s in layout.slices]}
+            mig_profiles += [s.profile for s in layout.slices]
+        elif gpu.mode in ("timeslice", "mps"):
+            record["mode"] = gpu.mode
+            record["team"] = gpu.team
+            whole_cards += 1
+        else:
+            record["mode"] = "whole"
+            record["team"] = whole_team.get(key)
+            whole_cards += 1
+        if record["mode"] in ("timeslice", "mps"):
+            record["replicas"] = gpu.replicas
+            record["resource"] = share.shared_resource
+            record["realised_as"] = "mig-full-instance" if share.via_mig else "full-gpu"
+        elif record["mode"] == "whole":
+            record["resource"] = kueue_quotas.DRA_RESOURCE if node.dra else sharing_planner.WHOLE
+        gpus.append(record)
+    has_mig = sharing_planner.has_mig(gpus)
+    labels = {kueue_quotas.MODEL_LABEL: node.model}
+    mig_config = None
+    if model.mig_capable:
+        mig_config = {"name": config_name if has_mig else "all-disabled", "config": _mig_parted_entries(gpus)}
+        labels[MIG_CONFIG_LABEL] = mig_config["name"]
+    device_plugin = None
+    if node.dra:
+        labels[DRA_NODE_LABEL] = "true"
+        labels["nvidia.com/gpu.deploy.device-plugin"] = "false"
+    else:
+        device_plugin = {"name": config_name, "config": sharing_planner.device_plugin_config(share, has_mig)}
+        labels[DEVICE_PLUGIN_LABEL] = config_name
+    if node.host_driver:
+        labels["nvidia.com/gpu.deploy.driver"] = "false"
+    advertised = {} if node.dra else sharing_planner.advertised(whole_cards, mig_profiles, node.model, share)
+    return {
+        "name": node.name, "model": node.model, "product": model.product_name, "gpu_count": len(node.gpus),
+        "host_driver": node.host_driver, "dra": node.dra, "cpus": node.cpus, "memory_gib": node.memory_gib,
+        "labels": dict(sorted(labels.items())), "gpus": gpus, "mig_config": mig_config,
+        "device_plugin_config": device_plugin, "sharing": dataclasses.asdict(share), "advertised": advertised,
+    }
+
+
+def _mig_parted_entries(gpus: list[dict]) -> list[dict]:
+    """mig-parted entries for one node: GPUs with identical layouts share one entry."""
+    groups: dict[tuple, list[int]] = defaultdict(list)
+    for g in gpus:
+        groups[tuple(sorted(g["mig"]["profiles"].items())) if g["mig"] else None].append(g["index"])
+    entries = []
+    for layout, indices in sorted(groups.items(), key=lambda kv: kv[1][0]):
+        entry = {"devices": sorted(indices), "mig-enabled": layout is not None}
+        if layout is not None:
+            entry["mig-devices"] = dict(layout)
+        entries.append(entry)
+    return entries
+
+
+# --------------------------------------------------------------------------- checks
+
+def _check_demand(inventory: Inventory, nodes: list[dict], problems: Problems, warnings: list[str]) -> None:
+    """Workloads that can never run on what exists are errors; reliance on borrowing is a warning."""
+    whole_per_node = defaultdict(int)
+    for n in nodes:
+        key = (n["model"], n["dra"])
+        whole_per_node[key] = max(whole_per_node[key], sum(1 for g in n["gpus"] if g["mode"] == "whole"))
+    shared: dict[str, int] = defaultdict(int)
+    for n in nodes:
+        for g in n["gpus"]:
+            if g["mode"] in ("timeslice", "mps"):
+                shared[g["mode"]] += g["replicas"]
+                shared[(g["mode"], g["team"])] += g["replicas"]
+    demand: dict = defaultdict(int)
+    for w in inventory.workloads:
+        dra = w.sharing == "dra"
+        if w.sharing in ("whole", "dra"):
+            candidates = {m: c for (m, d), c in whole_per_node.items() if d == dra and (not w.gpu_model or m == w.gpu_model)}
+            biggest = max(candidates.values(), default=0)
+            if w.gpus > biggest:
+                problems.add(w.path + ".gpus", "needs %d whole GPUs on one server; the most any %sserver has is %d"
+                             % (w.gpus, "DRA " if dra else "", biggest), w.gpus, "at most %d" % biggest,
+                             "A pod cannot span servers: lower gpus or add whole GPUs")
+        if dra and w.min_memory_gib:
+            best = max((CATALOG[n["model"]].memory_mib for n in nodes if n["dra"]), default=0)
+            if w.min_memory_gib * 1024 > best:
+                problems.add(w.path + ".device_request.min_memory_gib",
+                             "no GPU on a DRA node has that much memory (largest: %d MiB)" % best,
+                             w.min_memory_gib, "at most %.1f" % (best / 1024.0),
+                             "Set dra: true on a server with bigger GPUs")
+        if w.sharing in ("timeslice", "mps"):
+            demand[w.sharing] += w.replicas
+            demand[(w.sharing, w.team)] += w.replicas
+    for mode in ("timeslice", "mps"):
+        if demand[mode] > shared[mode]:
+            problems.add("gpushare_workloads", "%d %s replicas are wanted but the %s GPUs provide %d"
+                         % (demand[mode], mode, mode, shared[mode]), demand[mode], "at most %d" % shared[mode],
+                         "Add GPUs with mode %s or raise their replicas" % mode)
+        for team in inventory.teams:
+            if demand[(mode, team.name)] > shared[(mode, team.name)]:
+                warnings.append("team %s wants %d %s replicas but owns %d: the rest must be borrowed"
+                                % (team.name, demand[(mode, team.name)], mode, shared[(mode, team.name)]))
+    if any(w.sharing == "dra" for w in inventory.workloads) and not any(n["dra"] for n in nodes):
+        problems.add("gpushare_workloads", "a workload asks for a GPU by attributes (DRA) but no server has dra: true",
+                     [w.name for w in inventory.workloads if w.sharing == "dra"], "a server with dra: true",
+                     "Set gpushare_node.dra: true on the servers the DRA driver should serve")
+    for team in inventory.teams:
+        if team.lending_limit is not None:
+            owned = sum(1 for n in nodes for g in n["gpus"] if g["mode"] == "whole" and g["team"] == team.name)
+            if team.lending_limit > owned:
+                problems.add(team.path + ".lending_limit", "exceeds the %d whole GPUs the team owns" % owned,
+                             team.lending_limit, "0..%d" % owned,
+                             "lending_limit counts the team's whole GPUs, in every pool together; lower it")
+
+
+# --------------------------------------------------------------------------- quotas
+
+def _capacities(inventory: Inventory, nodes: list[dict]):
+    capacities = []
+    labels: dict[str, dict[str, str]] = {}
+    for n in nodes:
+        model = n["model"]
+        for g in n["gpus"]:
+            if g["mode"] == "whole":
+                kind = "dra" if n["dra"] else "whole"
+                capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), model, g["resource"],
+                                                        g["team"], 1, n["dra"]))
+            elif g["mode"] in ("timeslice", "mps"):
+                kind = "shared"
+                capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), model, g["resource"],
+                                                        g["team"], g["replicas"]))
+            else:
+                kind = "mig"
+                for s in g["mig"]["slices"]:
+                    resource = CATALOG[model].profile(s["profile"]).resource_name
+                    capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), model, resource,
+                                                            s["team"], 1))
+            flavor = kueue_quotas.flavor_name(model, kind)
+            labels[flavor] = {kueue_quotas.MODEL_LABEL: model}
+            if kind == "dra":
+                labels[flavor][DRA_NODE_LABEL] = "true"
+    return capacities, labels
+
+
+def _gpu_shares(n: dict):
+    """(team, fraction of one card) for every owned piece of the node's GPUs."""
+    grid = CATALOG[n["model"]].mig_grid
+    for g in n["gpus"]:
+        if g["mode"] == "mig" and g["mig"]["slices"]:
+            for s in g["mig"]["slices"]:
+                yield s["team"], s["size"] / grid
+        else:
+            yield g["team"], 1.0
+
+
+def _cpu_memory(inventory: Inventory, nodes: list[dict], problems: Problems) -> dict:
+    """CPU and memory quota in proportion to each team's share of each server's GPUs."""
+    if inventory.policy.cpu_memory_quota != "proportional":
+        return {}
+    totals: dict[str | None, list[float]] = defaultdict(lambda: [0.0, 0.0])
+    for node, n in zip(inventory.nodes, nodes):
+        if node.cpus is None or node.memory_gib is None:
+            problems.add(node.path + (".cpus" if node.cpus is None else ".memory_gib"),
+                         "is required when gpushare_policy.cpu_memory_quota is proportional",
+                         allowed="the server's %s" % ("CPU count" if node.cpus is None else "memory in GiB"),
+                         hint="Add it, or set gpushare_policy.cpu_memory_quota: ignore")
+            continue
+        for team, fraction in _gpu_shares(n):
+            totals[team][0] += node.cpus * fraction / len(node.gpus)
+            totals[team][1] += node.memory_gib * fraction / len(node.gpus)
+    # Round down so the sum never exceeds the servers' real capacity.
+    return {team: (int(c), int(m)) for team, (c, m) in totals.items()}
+
+
+# --------------------------------------------------------------------------- records
+
+def _team_records(inventory: Inventory, capacities) -> list[dict]:
+    owns: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for c in capacities:
+        if c.team:
+            owns[c.team]["%s %s" % (c.flavor, c.resource)] += c.count
+    return [{"name": t.name, "namespaces": list(t.namespaces), "priority": t.priority, "production": t.production,
+             "lend": t.lend, "borrow": t.borrow, "borrowing_limit": t.borrowing_limit,
+             "lending_limit": t.lending_limit, "members": list(t.members), "cluster_queue": t.name,
+             "local_queue": t.name, "owns": dict(sorted(owns[t.name].items()))} for t in inventory.teams]
+
+
+def _workload_records(inventory: Inventory, nodes: list[dict]) -> list[dict]:
+    slices = defaultdict(list)
+    for n in nodes:
+        for g in n["gpus"]:
+            for s in (g["mig"] or {}).get("slices", []) if g["mode"] == "mig" else []:
+                if s["workload"]:
+                    slices[s["workload"]].append({"node": n["name"], "gpu": g["index"], "profile": s["profile"],
+                                                  "start": s["start"], "replica": s["replica"]})
+    records = []
+    for w in inventory.workloads:
+        record = {"name": w.name, "team": w.team, "kind": w.kind, "sharing": w.sharing, "replicas": w.replicas,
+                  "gpus_per_replica": w.gpus, "memory_gib": w.memory_gib, "queue": w.team}
+        if w.sharing == "mig":
+            record["slices"] = sorted(slices[w.name], key=lambda s: s["replica"])
+        if w.sharing == "dra":
+            record["claim_template"] = "%s-gpu" % w.name
+        records.append(record)
+    return records
+
+
+# --------------------------------------------------------------------------- windows
+
+def _window_names(inventory: Inventory) -> list[str]:
+    return sorted({w.name for n in inventory.nodes for g in n.gpus for w in g.windows})
+
+
+def _inside_window(inventory: Inventory, name: str, base_nodes: list[dict]) -> Inventory:
+    """The inventory as it is inside window ``name``: the window's mode replaces the GPU's.
+    MIG GPUs the window does not name keep their base layout, so a window switch never
+    re-partitions a GPU whose services keep running."""
+    base = {(n["name"], g["index"]): g["mig"]["profiles"] for n in base_nodes for g in n["gpus"]
+            if g["mode"] == "mig"}
+    nodes = []
+    for node in inventory.nodes:
+        gpus = []
+        for gpu in node.gpus:
+            window = next((w for w in gpu.windows if w.name == name), None)
+            if window:
+                # Problems of the GPU inside the window point at the window: that is what to fix.
+                gpu = dataclasses.replace(gpu, mode=window.mode, team=window.team or gpu.team,
+                                          replicas=window.replicas, mig_layout=None, windows=(), path=window.path)
+            elif (node.name, gpu.index) in base:
+                gpu = dataclasses.replace(gpu, mode="mig", mig_layout=tuple(sorted(base[(node.name, gpu.index)].items())))
+            gpus.append(gpu)
+        nodes.append(dataclasses.replace(node, gpus=tuple(gpus)))
+    return dataclasses.replace(inventory, nodes=tuple(nodes))
+
+
+def _plan_window(inventory: Inventory, name: str, base_nodes: list[dict], problems: Problems) -> dict | None:
+    """The state inside window ``name``, checked like the base state (model.check_state);
+    its problems are added to ``problems`` (then None is returned)."""
+    inside = _inside_window(inventory, name, base_nodes)
+    window_problems = Problems()
+    check_state(window_problems, inside.nodes, [t.name for t in inside.teams])
+    state = None
+    if not window_problems:
+        try:
+            state = _plan_state(inside, window_problems, suffix="-" + name)
+        except PlanInvalid:
+            pass
+    for p in window_problems.items:
+        problems.add(p.path, "inside sharing window %s: %s" % (name, p.message), p.value, p.allowed, p.hint)
+    if state is None:
+        return None
+    spec = next(w for n in inventory.nodes for g in n.gpus for w in g.windows if w.name == name)
+    changed = {n.name for n in inventory.nodes if any(w.name == name for g in n.gpus for w in g.windows)}
+    return {
+        "name": name, "from": spec.start, "until": spec.end,
+        "gpus": [{"node": n.name, "index": g.index, "mode": w.mode, "team": w.team or g.team}
+                 for n in inventory.nodes for g in n.gpus for w in g.windows if w.name == name],
+        "nodes": [n for n in state["nodes"] if n["name"] in changed],
+        "kueue": {"objects": [o for o in state["kueue"]["objects"] if o["kind"] in ("ResourceFlavor", "ClusterQueue", "Cohort")]},
+        "mig_solve": state["mig_solve"],
+    }
+
+
+def active_window(plan: dict, clock: str) -> dict | None:
+    """The window in force at ``clock`` (HH:MM in the plan's time zone), or None for the
+    base state. Windows never overlap (model._check_windows), so there is at most one."""
+    minute = clock_minutes(clock)
+    for window in plan["windows"]:
+        if any(start <= minute < end for start, end in window_minutes(window["from"], window["until"])):
+            return window
+    return None
+
+
+def local_clock(plan: dict, now: datetime.datetime | None = None) -> str:
+    """HH:MM of ``now`` (default: the current time) in the plan's time zone."""
+    zone = time_zone(plan["cluster"]["timezone"])
+    return (now or datetime.datetime.now(datetime.timezone.utc)).astimezone(zone).strftime("%H:%M")
+
+
+__all__ = ["build_plan", "active_window", "local_clock", "PlanInvalid", "PLAN_FORMAT"]

@@ -1,0 +1,451 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Plan to the Helm values of the GPU stack: GPU Operator, DRA driver, Kueue, kube-prometheus-stack.
+
+Pure functions of the Plan (and, for the GPU Operator, of the container runtime paths the
+Kubernetes roles recorded). The roles pass the result to ``kubernetes.core.helm``; nothing
+here talks to a cluster. Facts and their sources: the NVIDIA GPU Operator docs
+(NVIDIA/cloud-native-docs ``gpu-operator/*.rst``) and chart ``values.yaml``, the DRA Driver for
+NVIDIA GPUs chart and docs (kubernetes-sigs/dra-driver-nvidia-gpu), each cited where used, and
+the Kueue v0.19.2 chart (``charts/kueue``).
+"""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import hashlib
+import json
+
+try:
+    import yaml
+except ImportError:     # ansible-core depends on PyYAML; this only keeps `import` sanity quiet
+    yaml = None
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners import sharing_planner
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import MANAGED_BY_KEY, MANAGED_BY_VALUE
+
+# The ConfigMaps render_manifests writes (the gpu_operator role applies them before the chart).
+MIG_CONFIGMAP = "gpushare-mig-config"
+DEVICE_PLUGIN_CONFIGMAP = "gpushare-device-plugin-config"
+DEVICE_PLUGIN_DEFAULT_KEY = "default"
+DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
+
+# NVIDIA/cloud-native-docs gpu-operator/getting-started.rst, "MicroK8s"; the microk8s
+# role records the same paths as facts (microk8s_runtime_paths).
+MICROK8S_RUNTIME_PATHS = {
+    "containerd_config": "/var/snap/microk8s/current/args/containerd-template.toml",
+    "containerd_socket": "/var/snap/microk8s/common/run/containerd.sock",
+    "runtime_config_source": "file=/var/snap/microk8s/current/args/containerd.toml",
+    "kubelet_root_dir": "/var/snap/microk8s/common/var/lib/kubelet",
+}
+DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
+# The DRA kubelet plugin's driver root with a host driver / an operator-managed driver
+# (nvidiaDriverRoot in the dra-driver-nvidia-gpu chart values.yaml, v0.4.1).
+HOST_DRIVER_ROOT = "/"
+OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
+
+# Kueue v0.19.2 config/components/manager/controller_manager_config.yaml (what the release
+# manifests and the chart ship); the Plan's configuration is merged over it.
+KUEUE_BASE_CONFIGURATION = {
+    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
+    "kind": "Configuration",
+    "health": {"healthProbeBindAddress": ":8081"},
+    "metrics": {"bindAddress": ":8443"},
+    "webhook": {"port": 9443},
+    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
+    "controller": {"groupKindConcurrency": {
+        "Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
+        "Cohort.kueue.x-k8s.io": 1, "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1}},
+    "clientConnection": {"qps": 300, "burst": 500},
+    "integrations": {"frameworks": [
+        "batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice",
+        "jobset.x-k8s.io/jobset", "workload.codeflare.dev/appwrapper", "trainer.kubeflow.org/trainjob",
+        "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"]},
+}
+KUEUE_IMAGE = {"repository": "registry.k8s.io/kueue/kueue", "tag": "v0.19.2", "pullPolicy": "IfNotPresent"}
+
+# Node labels kube-state-metrics must export for the MIG alert (kube_node_labels).
+KSM_NODE_LABELS = ["nvidia.com/mig.config", "nvidia.com/mig.config.state", "gpushare.cluster/gpu-model"]
+GRAFANA_DASHBOARD_DIR = "/var/lib/grafana/dashboards/gpushare"
+
+
+def deep_merge(base: dict, override: dict) -> dict:
+    """Dicts merged recursively; anything else in override (lists included) replaces base."""
+    merged = copy.deepcopy(base)
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = deep_merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
+def config_hash(data) -> str:
+    """Stable short hash of a ConfigMap's data (or any JSON value), for restart annotations."""
+    return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def _version_tuple(version: str) -> tuple:
+    parts = []
+    for part in str(version).lstrip("v").split("-", maxsplit=1)[0].split("."):
+        parts.append(int(part) if part.isdigit() else 0)
+    return tuple(parts)
+
+
+def _all_node_states(plan: dict) -> list[dict]:
+    """The nodes as planned now and in every sharing window."""
+    nodes = list(plan["nodes"])
+    for window in plan.get("windows", []):
+        nodes.extend(window["nodes"])
+    return nodes
+
+
+def has_mig(plan: dict) -> bool:
+    return any(sharing_planner.has_mig(node["gpus"]) for node in _all_node_states(plan))
+
+
+def mig_strategy(plan: dict) -> str:
+    """ClusterPolicy mig.strategy (decided by sharing_planner.cluster_mig_strategy), checked
+    against the device-plugin configs (GPU Operator gpu-operator-mig.rst;
+    NVIDIA/k8s-device-plugin README, "MIG strategies").
+
+    The operator sets MIG_STRATEGY on the device plugin and an env beats the config file, so
+    the config of every node with MIG must say the same. Nodes without MIG may say none: on a
+    node with no MIG device mixed and none advertise the same (whole GPUs as nvidia.com/gpu).
+    """
+    strategy = sharing_planner.cluster_mig_strategy(_all_node_states(plan))
+    for node in _all_node_states(plan):
+        config = (node.get("device_plugin_config") or {}).get("config") or {}
+        node_strategy = (config.get("flags") or {}).get("migStrategy", "none")
+        if sharing_planner.has_mig(node["gpus"]) and node_strategy != strategy:
+            raise ValueError("node %s has MIG slices but its device-plugin config %s uses migStrategy %s, "
+                             "not %s" % (node["name"], node["device_plugin_config"]["name"], node_strategy, strategy))
+        if node_strategy not in (strategy, "none"):
+            raise ValueError("node %s: device-plugin migStrategy %s but the cluster uses %s"
+                             % (node["name"], node_strategy, strategy))
+    return strategy
+
+
+def dra_nodes(plan: dict) -> list[dict]:
+    names = set(plan.get("dra", {}).get("nodes", []))
+    return [n for n in plan["nodes"] if n["name"] in names or n.get("dra")]
+
+
+def operator_manages_driver(plan: dict) -> bool:
+    """driver.enabled: false only when every GPU node has a host driver (GPU Operator chart
+    values.yaml, driver.enabled)."""
+    return not all(node["host_driver"] for node in plan["nodes"])
+
+
+def runtime_paths(plan: dict, distribution_facts: dict | None = None) -> dict:
+    """Container runtime paths for the toolkit: the facts the Kubernetes roles recorded,
+    else the distribution's known paths (MicroK8s), else {} (the operator's defaults)."""
+    facts = {k: v for k, v in (distribution_facts or {}).items() if v}
+    if plan["cluster"]["kubernetes_distribution"] == "microk8s":
+        return dict(MICROK8S_RUNTIME_PATHS, **facts)
+    return facts
+
+
+def dcgm_resource_names(plan: dict) -> list[str]:
+    """Every device-plugin resource the Plan (or one of its windows) advertises. dcgm-exporter
+    adds pod labels only for nvidia.com/gpu, nvidia.com/mig-* and the names in
+    NVIDIA_RESOURCE_NAMES (internal/pkg/transformation/kubernetes.go, 4.5-4.8), so a
+    time-sliced nvidia.com/gpu.shared GPU has no namespace unless it is listed; all are listed,
+    so attribution does not depend on how the exporter merges the list with its defaults."""
+    names = set()
+    for nodes in [plan["nodes"]] + [w["nodes"] for w in plan.get("windows", [])]:
+        for node in nodes:
+            names.update(node.get("advertised") or {})
+    return sorted(names)
+
+
+def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, chart_version: str = "v26.3.3",
+                        service_monitor: bool = True, nfd: bool = True) -> dict:
+    """Values for the nvidia/gpu-operator chart: its values.yaml (v26.3.3 / v26.7.0) and the
+    NVIDIA/cloud-native-docs pages gpu-operator-mig.rst, gpu-sharing.rst, getting-started.rst
+    and dra-intro-install.rst."""
+    values = {
+        "driver": {"enabled": operator_manages_driver(plan)},
+        "toolkit": {"enabled": True},
+        "mig": {"strategy": mig_strategy(plan)},
+        # The role applies the ConfigMap (every node's layout, windows included) before the
+        # chart; the node label nvidia.com/mig.config picks the layout per node.
+        "migManager": {"enabled": True, "config": {"name": MIG_CONFIGMAP, "create": False, "default": "all-disabled"}},
+        "devicePlugin": {"enabled": True, "config": {"name": DEVICE_PLUGIN_CONFIGMAP, "create": False,
+                                                     "default": DEVICE_PLUGIN_DEFAULT_KEY}},
+        "gfd": {"enabled": True},
+        "nfd": {"enabled": nfd},
+        "dcgmExporter": {"enabled": True, "serviceMonitor": {
+            # honorLabels keeps the exporter's pod/namespace/container labels instead of
+            # renaming them exported_* (gpu-operator #2938).
+            "enabled": service_monitor, "honorLabels": True, "interval": "15s", "additionalLabels": {}}},
+    }
+    resource_names = dcgm_resource_names(plan)
+    if resource_names:
+        values["dcgmExporter"]["env"] = [{"name": "NVIDIA_RESOURCE_NAMES", "value": ",".join(resource_names)}]
+    paths = runtime_paths(plan, distribution_facts)
+    env = []
+    for name, key in (("CONTAINERD_CONFIG", "containerd_config"), ("CONTAINERD_SOCKET", "containerd_socket"),
+                      ("RUNTIME_CONFIG_SOURCE", "runtime_config_source")):
+        if paths.get(key):
+            env.append({"name": name, "value": str(paths[key])})
+    if env:
+        values["toolkit"]["env"] = env
+    kubelet_root = paths.get("kubelet_root_dir")
+    if kubelet_root and kubelet_root != DEFAULT_KUBELET_ROOT and _version_tuple(chart_version) >= (26, 7):
+        # hostPaths.kubeletRootDir exists from 26.7.0; before that MicroK8s' /var/lib/kubelet
+        # symlink (made by the snap's install hook when the path is free, canonical/microk8s)
+        # serves the same purpose.
+        values["hostPaths"] = {"kubeletRootDir": kubelet_root}
+    if dra_nodes(plan) and values["driver"]["enabled"]:
+        # The driver manager also evicts the DRA kubelet plugin before a driver upgrade
+        # (NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst).
+        values["driver"]["manager"] = {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": DRA_NODE_LABEL}]}
+    return values
+
+
+def dra_driver_values(plan: dict, distribution_facts: dict | None = None, compute_domains: bool = False) -> dict:
+    """Values for the DRA driver chart dra-driver-nvidia-gpu 0.4.x (its values.yaml, v0.4.1, and
+    NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst)."""
+    nodes = dra_nodes(plan)
+    if not nodes:
+        raise ValueError("the Plan has no DRA nodes; the DRA driver is not installed")
+    roots = {HOST_DRIVER_ROOT if n["host_driver"] else OPERATOR_DRIVER_ROOT for n in nodes}
+    if len(roots) != 1:
+        raise ValueError("DRA nodes mix host and operator drivers (%s); one kubelet plugin DaemonSet "
+                         "has one nvidiaDriverRoot" % ", ".join(n["name"] for n in nodes))
+    values = {
+        "nvidiaDriverRoot": roots.pop(),
+        # The device plugin keeps serving the other nodes; the Plan opts DRA nodes out of it
+        # (nvidia.com/gpu.deploy.device-plugin=false), so this override is safe.
+        "gpuResourcesEnabledOverride": True,
+        "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": compute_domains}},
+        "kubeletPlugin": {
+            "nodeSelector": {DRA_NODE_LABEL: "true"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+    }
+    kubelet_root = runtime_paths(plan, distribution_facts).get("kubelet_root_dir")
+    if kubelet_root and kubelet_root != DEFAULT_KUBELET_ROOT:
+        values["kubeletPlugin"]["kubeletRegistrarDirectoryPath"] = kubelet_root + "/plugins_registry"
+        values["kubeletPlugin"]["kubeletPluginsDirectoryPath"] = kubelet_root + "/plugins"
+    return values
+
+
+def kueue_manager_config(plan: dict, cluster_queue_metrics: bool = True) -> dict:
+    """The whole Kueue Configuration: v0.19.2's shipped config with the Plan's merged over it.
+
+    Lists (integrations.frameworks, deviceClassMappings) come from the Plan whole.
+    ClusterQueue resource metrics (kueue_cluster_queue_resource_usage, _nominal_quota) are
+    off unless metrics.enableClusterQueueResources; the team dashboard needs them.
+    """
+    config = deep_merge(KUEUE_BASE_CONFIGURATION, plan["kueue"]["configuration"])
+    if cluster_queue_metrics:
+        config["metrics"]["enableClusterQueueResources"] = True
+    return config
+
+
+def kueue_values(plan: dict, image: dict | None = None, enable_prometheus: bool = False,
+                 prometheus_namespace: str = "monitoring", cluster_queue_metrics: bool = True) -> dict:
+    """Values for the Kueue chart (charts/kueue at v0.19.2). The chart stamps a checksum of
+    its manager ConfigMap on the pod template, so a changed config rolls the controller."""
+    return {
+        "fullnameOverride": "kueue",
+        "enablePrometheus": enable_prometheus,
+        "metrics": {"prometheusNamespace": prometheus_namespace},
+        "controllerManager": {"manager": {"image": dict(KUEUE_IMAGE, **(image or {}))}},
+        "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(
+            kueue_manager_config(plan, cluster_queue_metrics), sort_keys=False)},
+    }
+
+
+def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-grafana-admin",
+                           dcgm_dashboard: dict | None = None, ksm_node_labels: list | None = None,
+                           retention: str = "30d", retention_size: str = "", storage_size: str = "") -> dict:
+    """Values for kube-prometheus-stack: every ServiceMonitor/PrometheusRule selected (the DCGM
+    exporter's and Kueue's come from other releases), node labels for the MIG alert, Grafana
+    with an existing admin Secret and the DCGM dashboard (grafana.com 12239 by gnetId, or a
+    mirror URL for air-gapped sites)."""
+    dashboard = {"gnetId": 12239, "revision": 2, "datasource": "Prometheus"}
+    dashboard.update(dcgm_dashboard or {})
+    if dashboard.get("url"):
+        dashboard.pop("gnetId", None)
+        dashboard.pop("revision", None)
+    labels = ksm_node_labels or KSM_NODE_LABELS
+    team_label = "gpushare.cluster/team"
+    # Weeks of history for the usage advisor (the chart keeps 10d); without a volume the
+    # history lives in an emptyDir and is lost when the pod moves.
+    spec = {
+        "serviceMonitorSelectorNilUsesHelmValues": False,
+        "podMonitorSelectorNilUsesHelmValues": False,
+        "ruleSelectorNilUsesHelmValues": False,
+        "serviceMonitorNamespaceSelector": {},
+        "ruleNamespaceSelector": {},
+        "retention": retention,
+    }
+    if retention_size:
+        spec["retentionSize"] = retention_size
+    if storage_size:
+        spec["storageSpec"] = {"volumeClaimTemplate": {"spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": storage_size}}}}}
+    return {
+        "prometheus": {"prometheusSpec": spec},
+        "kube-state-metrics": {"metricLabelsAllowlist": [
+            "nodes=[%s]" % ",".join(labels), "namespaces=[%s]" % team_label]},
+        "grafana": {
+            "admin": {"existingSecret": grafana_admin_secret, "userKey": "admin-user", "passwordKey": "admin-password"},
+            "dashboardProviders": {"dashboardproviders.yaml": {"apiVersion": 1, "providers": [{
+                "name": "gpushare", "orgId": 1, "folder": "GPU", "type": "file", "disableDeletion": False,
+                "editable": False, "options": {"path": GRAFANA_DASHBOARD_DIR}}]}},
+            "dashboards": {"gpushare": {"nvidia-dcgm-exporter": dashboard}},
+            # Our own dashboard is a ConfigMap the role applies; the sidecar loads it.
+            "sidecar": {"dashboards": {"enabled": True, "label": "grafana_dashboard", "labelValue": "1",
+                                       "searchNamespace": "ALL"}},
+        },
+    }
+
+
+# --- Helpers the roles use on what kubernetes.core.k8s_info returns ---------------------
+
+def _asked(pod: dict) -> set[str]:
+    spec = pod.get("spec", {})
+    containers = (spec.get("containers") or []) + (spec.get("initContainers") or [])
+    return {name for c in containers for part in ("limits", "requests")
+            for name in ((c.get("resources") or {}).get(part) or {}) if name.startswith("nvidia.com/")}
+
+
+def _pod_name(pod: dict) -> str:
+    return "%s/%s" % (pod.get("metadata", {}).get("namespace"), pod.get("metadata", {}).get("name"))
+
+
+def _live(pods: list, exclude_namespaces) -> list[dict]:
+    return [p for p in pods or [] if p.get("metadata", {}).get("namespace") not in exclude_namespaces
+            and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")]
+
+
+def gpu_pods(pods: list, exclude_namespaces: list | tuple = ()) -> list[str]:
+    """namespace/name of pods that hold a GPU (an nvidia.com/* request or limit, or a
+    ResourceClaim), not finished, outside exclude_namespaces (the operator's operands)."""
+    return [_pod_name(p) for p in _live(pods, exclude_namespaces) if _asked(p) or p.get("spec", {}).get("resourceClaims")]
+
+
+# A node annotation the gpu_operator role keeps: GPU index -> when the role last changed that
+# GPU's MIG layout. A pod that started before then cannot hold that GPU (see pods_on_changing_gpus).
+LAYOUT_SINCE_ANNOTATION = "gpushare.cluster/gpu-layout-since"
+
+
+def _gpu_resources(gpu: dict) -> set[str]:
+    """The device-plugin resources one planned GPU serves."""
+    if gpu.get("resource"):
+        return {gpu["resource"]}
+    return {"nvidia.com/mig-" + s["profile"] for s in (gpu.get("mig") or {}).get("slices", [])}
+
+
+def _changing_gpus(plan: dict, node: str, current_config: str | None, planned_config: str) -> dict | None:
+    """GPU index -> resources it serves now, for the GPUs that changing ``node``'s
+    nvidia.com/mig.config from ``current_config`` to ``planned_config`` re-partitions
+    (mig-parted leaves the others alone). None when either config is not a state of this
+    plan (first install, another tool's layout): then which GPUs change is unknown."""
+    states = {n["mig_config"]["name"]: n for n in plan["nodes"] + [m for w in plan.get("windows", []) for m in w["nodes"]]
+              if n["name"] == node and n.get("mig_config")}
+    if current_config not in states or planned_config not in states:
+        return None
+
+    def layout(gpu):  # what mig-parted applies: MIG on or off, and the profile counts
+        return None if gpu["mig"] is None else gpu["mig"]["profiles"]
+
+    now = {g["index"]: g for g in states[current_config]["gpus"]}
+    planned = {g["index"]: g for g in states[planned_config]["gpus"]}
+    return {i: sorted(_gpu_resources(now[i])) for i in now if layout(now[i]) != layout(planned[i])}
+
+
+def _parse_time(value: str | None) -> datetime.datetime | None:
+    if not value:
+        return None
+    return datetime.datetime.strptime(value.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z")
+
+
+def pods_on_changing_gpus(pods: list, plan: dict, node: str, current_config: str | None, planned_config: str,
+                          layout_since: str | None = None, exclude_namespaces: list | tuple = ()) -> list[str]:
+    """namespace/name of the pods that may hold a GPU the MIG change re-partitions.
+
+    The device plugin does not say which GPU a pod got, but a pod keeps the device it was
+    given at start, so it can only be on a changing GPU if it asks for a resource that GPU
+    serves now and started after that GPU's layout last changed (``layout_since``, the JSON
+    of LAYOUT_SINCE_ANNOTATION). Without that record, or from a layout that is no state of
+    the plan, every pod asking for such a resource (or for any GPU) counts. Pods with a
+    ResourceClaim always count."""
+    changing = _changing_gpus(plan, node, current_config, planned_config)
+    if changing is None:
+        return gpu_pods(pods, exclude_namespaces)
+    changed_at = {index: _parse_time(stamp) for index, stamp in (json.loads(layout_since) if layout_since else {}).items()}
+
+    def may_hold(pod, index, resources):
+        if not _asked(pod) & set(resources):
+            return False
+        started = _parse_time(pod.get("status", {}).get("startTime") or pod.get("metadata", {}).get("creationTimestamp"))
+        since = changed_at.get(str(index))
+        return started is None or since is None or started >= since
+
+    return [_pod_name(p) for p in _live(pods, exclude_namespaces)
+            if p.get("spec", {}).get("resourceClaims") or any(may_hold(p, i, r) for i, r in changing.items())]
+
+
+def gpu_layout_since(plan: dict, node: str, current_config: str | None, planned_config: str,
+                     layout_since: str | None, now: str) -> str:
+    """The new LAYOUT_SINCE_ANNOTATION value: ``now`` (RFC 3339, UTC) for each GPU the change
+    re-partitions (every GPU when that is unknown), earlier entries kept for the others."""
+    since = json.loads(layout_since) if layout_since else {}
+    changing = _changing_gpus(plan, node, current_config, planned_config)
+    gpus = changing.keys() if changing is not None else [
+        g["index"] for n in plan["nodes"] if n["name"] == node for g in n["gpus"]]
+    since.update({str(i): now for i in gpus})
+    return json.dumps(dict(sorted(since.items(), key=lambda kv: int(kv[0]))), separators=(",", ":"))
+
+
+def dra_mig_layout_hash(plan: dict) -> str:
+    """Hash of the DRA nodes' MIG layouts: static MIG partitions are only seen by the DRA
+    kubelet plugin after it restarts (dra-intro-install.rst, known issues: "Restart the DRA
+    driver pod to discover MIG devices created by the GPU Operator MIG Manager")."""
+    return config_hash({n["name"]: n.get("mig_config") for n in dra_nodes(plan)})
+
+
+def object_key(obj: dict) -> str:
+    return "%s/%s/%s" % (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+
+
+def unmanaged(objects: list) -> list[str]:
+    """Keys of the objects lacking app.kubernetes.io/managed-by=gpushare.cluster."""
+    return [object_key(o) for o in objects or []
+            if (o["metadata"].get("labels") or {}).get(MANAGED_BY_KEY) != MANAGED_BY_VALUE]
+
+
+def window_flavors(plan: dict) -> list[str]:
+    """ResourceFlavors the base state or some sharing window needs: never pruned, whichever
+    state is applied now (a ClusterQueue of the next state refers to them)."""
+    states = [plan["kueue"]["objects"]] + [w["kueue"]["objects"] for w in plan.get("windows", [])]
+    return sorted({o["metadata"]["name"] for objects in states for o in objects if o["kind"] == "ResourceFlavor"})
+
+
+def prune_candidates(results: list, wanted: list, protected_flavors: list | tuple = ()) -> list[dict]:
+    """Labelled objects that the Plan no longer has; ResourceFlavors a window needs are kept.
+    ``results`` are those of a looped read, one kind per loop item (api_version, kind), with
+    the objects under ``resources`` (k8s_info) or as the one fact a looped set_fact set (a
+    kubernetes.core.k8s lookup). List items of built-in kinds carry no kind/apiVersion, so
+    they come from the loop item."""
+    keep = {object_key(o) for o in wanted or []}
+    out = []
+    for result in results or []:
+        listed = result["resources"] if "resources" in result else next(iter((result.get("ansible_facts") or {}).values()), [])
+        for obj in listed or []:
+            obj = dict(obj, kind=result["item"]["kind"], apiVersion=result["item"]["api_version"])
+            if object_key(obj) in keep or (obj["kind"] == "ResourceFlavor" and obj["metadata"]["name"] in protected_flavors):
+                continue
+            out.append({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                        "metadata": {k: v for k, v in obj["metadata"].items() if k in ("name", "namespace")}})
+    return out
+
+
+def kueue_manager_config_yaml(plan: dict, cluster_queue_metrics: bool = True) -> str:
+    return yaml.safe_dump(kueue_manager_config(plan, cluster_queue_metrics), sort_keys=False)

@@ -1,0 +1,129 @@
+"""The gpushare.cluster filter plugin (plugins/filter/gpushare.py): each filter is a
+renderer of render_helm / render_monitoring and gives the renderer's result."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+
+
+from ansible.errors import AnsibleFilterError  # noqa: E402
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm, render_monitoring  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render  # noqa: E402
+from inventories import EXAMPLE_NAMES, load_example  # noqa: E402
+
+gpushare_filter = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter.gpushare")
+FILTERS = gpushare_filter.FilterModule().filters()
+
+HELM = ("gpu_operator_values", "dra_driver_values", "kueue_values", "kueue_manager_config_yaml",
+        "kube_prometheus_values", "gpu_pods", "config_hash", "dra_mig_layout_hash", "unmanaged",
+        "window_flavors", "prune_candidates", "pods_on_changing_gpus", "gpu_layout_since")
+MONITORING = ("monitoring_objects", "prometheus_rule", "team_dashboard", "dashboard_configmap")
+NODE_LABELS = ("node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed", "not_true")
+KUBE_CALLS = ("k8s_auth", "changed_objects")
+
+
+def _json(value):
+    return json.loads(json.dumps(value))
+
+
+def test_filter_names_map_to_the_renderers():
+    assert set(FILTERS) == (set(HELM) | set(MONITORING) | set(NODE_LABELS) | set(KUBE_CALLS)
+                            | {"inventory_nodes", "team_lines", "managed_label"})
+    for name in KUBE_CALLS:
+        assert FILTERS[name].__wrapped__ is getattr(kube_calls, name), name
+    for name in NODE_LABELS:
+        assert FILTERS[name].__wrapped__ is getattr(node_labels, name), name
+    for name in HELM:
+        assert FILTERS[name].__wrapped__ is getattr(render_helm, name), name
+    for name in MONITORING:
+        assert FILTERS[name].__wrapped__ is getattr(render_monitoring, name), name
+    for name, function in FILTERS.items():
+        assert function.__doc__ and (name in function.__doc__ or function.__name__ == name), name
+
+
+def test_inventory_nodes_maps_hosts_without_a_gpushare_node_to_none():
+    hostvars = {"gpu01": {"gpushare_node": {"gpu_model": "h200", "gpu_count": 1}}, "gpu02": {}}
+    assert FILTERS["inventory_nodes"](["gpu01", "gpu02"], hostvars) == {
+        "gpu01": {"gpu_model": "h200", "gpu_count": 1}, "gpu02": None}
+
+
+def test_filters_give_the_renderers_results():
+    for example in EXAMPLE_NAMES:
+        plan = build_plan(load_example(example))
+        manifests = render(plan)
+        device_plugin = next(o for o in manifests["gpu_operator"]
+                             if o["metadata"]["name"] == render_helm.DEVICE_PLUGIN_CONFIGMAP)
+        objects = manifests["namespaces"] + manifests["kueue"]
+        calls = [
+            ("gpu_operator_values", (plan,)),
+            ("gpu_operator_values", (plan, {}, "v26.3.3", True, False)),
+            ("kueue_values", (plan, {"tag": "v0.19.2"}, True, "monitoring")),
+            ("kueue_manager_config_yaml", (plan,)),
+            ("kube_prometheus_values", (plan, "gpushare-grafana-admin", {"revision": 3})),
+            ("config_hash", (device_plugin["data"],)),
+            ("dra_mig_layout_hash", (plan,)),
+            ("unmanaged", (objects,)),
+            ("window_flavors", (plan,)),
+            ("prune_candidates", ([{"item": {"kind": "Cohort", "api_version": "kueue.x-k8s.io/v1beta2"},
+                                    "resources": [{"metadata": {"name": "gone"}}]}], objects, [])),
+            ("gpu_pods", ([], ["gpu-operator"])),
+            ("pods_on_changing_gpus", ([], plan, plan["nodes"][0]["name"], "all-disabled", "x")),
+            ("gpu_layout_since", (plan, plan["nodes"][0]["name"], "all-disabled", "x", None, "T")),
+            ("monitoring_objects", (plan, "monitoring", "namespace", 3600)),
+            ("prometheus_rule", (plan,)),
+            ("team_dashboard", (plan,)),
+            ("dashboard_configmap", (plan, "monitoring")),
+        ]
+        if render_helm.dra_nodes(plan):
+            calls.append(("dra_driver_values", (plan, {}, False)))
+        for name, args in calls:
+            module = render_helm if name in HELM else render_monitoring
+            assert FILTERS[name](*args) == _json(getattr(module, name)(*args)), (example, name)
+
+
+def test_k8s_auth_leaves_out_what_is_not_given():
+    assert FILTERS["k8s_auth"]("/etc/admin.conf", "") == {"kubeconfig": "/etc/admin.conf"}
+    assert FILTERS["k8s_auth"](None, None) == {}
+    assert FILTERS["k8s_auth"]("", "prod") == {"context": "prod"}
+
+
+def test_changed_objects_of_one_definition_and_of_a_list():
+    def applied(kind, name, namespace=None, changed=True):
+        meta = {"name": name, **({"namespace": namespace} if namespace else {})}
+        return {"changed": changed, "result": {"kind": kind, "metadata": meta}}
+    assert FILTERS["changed_objects"](applied("Namespace", "gpu-operator")) == ["Namespace//gpu-operator"]
+    assert FILTERS["changed_objects"](applied("Namespace", "gpu-operator", changed=False)) == []
+    results = [applied("Namespace", "gpu-operator", changed=False), applied("ConfigMap", "a", "gpu-operator"),
+               applied("ConfigMap", "b", "gpu-operator", changed=False)]
+    batch = {"changed": True, "result": {"results": results}}
+    assert FILTERS["changed_objects"](batch) == ["ConfigMap/gpu-operator/a"]
+
+
+def test_prune_candidates_reads_a_looped_lookup_as_a_looped_k8s_info():
+    kind = {"kind": "Cohort", "api_version": "kueue.x-k8s.io/v1beta2"}
+    gone = [{"metadata": {"name": "gone"}}, {"metadata": {"name": "kept"}}]
+    keep = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "kept"}}]
+    expected = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "gone"}}]
+    assert render_helm.prune_candidates([{"item": kind, "resources": gone}], keep) == expected
+    assert render_helm.prune_candidates([{"item": kind, "ansible_facts": {"_kueue_labelled_objects": gone}}], keep) == expected
+
+
+def test_filters_give_plain_json_data():
+    plan = build_plan(load_example("four-gpu-server"))
+    assert FILTERS["kueue_manager_config_yaml"](plan) == render_helm.kueue_manager_config_yaml(plan)
+    objects = FILTERS["monitoring_objects"](plan, "monitoring")
+    assert objects == json.loads(json.dumps(render_monitoring.monitoring_objects(plan)))
+
+
+def test_filter_reports_a_bad_plan():
+    plan = build_plan(load_example("four-gpu-server"))  # no DRA nodes
+    with pytest.raises(ValueError):
+        render_helm.dra_driver_values(plan)
+    with pytest.raises(AnsibleFilterError, match="gpushare.cluster.dra_driver_values"):
+        FILTERS["dra_driver_values"](plan)

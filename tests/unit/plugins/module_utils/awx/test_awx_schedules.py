@@ -1,0 +1,210 @@
+"""AWX job templates, surveys and window schedules from the Plan (module_utils/awx_schedules.py,
+filter plugin plugins/filter/awx.py) and the offline checks of tests/awx/validate.py."""
+
+from __future__ import annotations
+
+import copy
+import datetime
+import importlib
+import sys
+
+import pytest
+
+from inventories import ROOT  # noqa: E402
+for extra in (ROOT / "tests" / "awx",):
+    if str(extra) not in sys.path:
+        sys.path.insert(0, str(extra))
+
+from ansible.errors import AnsibleFilterError  # noqa: E402
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.awx import awx_schedules as awx  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
+from inventories import EXAMPLE_NAMES, example_day, load_example  # noqa: E402
+import validate  # noqa: E402
+
+FILTERS = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter.awx").FilterModule().filters()
+SETTINGS = {"organization": "Default", "project": "gpushare", "inventory": "gpushare",
+            "execution_environment": "gpushare execution environment", "name_prefix": "gpushare",
+            "schedule_start": "2026-01-01", "credentials": ["gpu servers"]}
+
+
+def _plan(timezone: str | None = None) -> dict:
+    variables = example_day()
+    if timezone:
+        variables["gpushare_policy"]["timezone"] = timezone
+    return build_plan(variables)
+
+
+def _definitions(timezone: str | None = None) -> dict:
+    return awx.awx_definitions(_plan(timezone), SETTINGS)
+
+
+def test_boundaries_are_the_plans_windows_with_the_state_in_force():
+    plan = _plan()
+    assert [(w["name"], w["from"], w["until"]) for w in plan["windows"]] == [("night", "19:00", "07:00")]
+    assert awx.window_boundaries(plan) == [{"at": "07:00", "window": "none"}, {"at": "19:00", "window": "night"}]
+
+
+def test_adjacent_windows_give_one_schedule_per_boundary_with_the_next_state():
+    plan = copy.deepcopy(_plan())
+    night = plan["windows"][0]
+    plan["windows"] = [dict(night, name="evening", **{"from": "17:00", "until": "19:00"}), night]
+    assert awx.window_boundaries(plan) == [
+        {"at": "07:00", "window": "none"}, {"at": "17:00", "window": "evening"}, {"at": "19:00", "window": "night"}]
+
+
+def test_schedules_come_from_the_plan_in_its_time_zone():
+    schedules = _definitions("Europe/Berlin")["schedules"]
+    assert [(s["rrule"], s["extra_data"]) for s in schedules] == [
+        ("DTSTART;TZID=Europe/Berlin:20260101T070000 RRULE:FREQ=DAILY;INTERVAL=1", {"gpushare_window": "none"}),
+        ("DTSTART;TZID=Europe/Berlin:20260101T190000 RRULE:FREQ=DAILY;INTERVAL=1", {"gpushare_window": "night"}),
+    ]
+    assert {s["unified_job_template"] for s in schedules} == {"gpushare window switch"}
+
+
+def test_schedules_pass_an_explicit_window_never_auto():
+    for name in EXAMPLE_NAMES:
+        for schedule in awx.awx_definitions(build_plan(load_example(name)), SETTINGS)["schedules"]:
+            assert schedule["extra_data"]["gpushare_window"] != "auto", (name, schedule)
+
+
+def test_every_example_inventory_gives_definitions_awx_accepts():
+    for name in EXAMPLE_NAMES:
+        definitions = awx.awx_definitions(build_plan(load_example(name)), SETTINGS)
+        assert awx.definition_problems(definitions) == [], name
+        assert [t["key"] for t in definitions["job_templates"]] == ["plan", "hosts", "gpu_stack", "window_switch"]
+
+
+def test_window_survey_offers_the_plans_windows():
+    plan_template = _definitions()["job_templates"][0]
+    window = plan_template["survey_spec"]["spec"][0]
+    assert window["variable"] == "gpushare_window" and window["required"] is True
+    assert window["choices"] == ["auto", "none", "night"] and window["default"] == "auto"
+    assert plan_template["survey_spec"]["spec"][1]["choices"] == ["07:00", "19:00"]
+
+
+def test_daily_rrule_and_its_errors():
+    assert awx.daily_rrule("07:30", "America/New_York", "2026-03-01") == (
+        "DTSTART;TZID=America/New_York:20260301T073000 RRULE:FREQ=DAILY;INTERVAL=1")
+    for clock, zone, start, words in [("7:30", "UTC", "2026-01-01", "HH:MM"), ("07:30", "UTC", "01.01.2026", "YYYY-MM-DD"),
+                                      ("07:30", "UTC", "2026-02-30", "2026-02-30"), ("07:30", "Mars/Base", "2026-01-01", "Mars/Base")]:
+        with pytest.raises(ValueError, match=words):
+            awx.daily_rrule(clock, zone, start)
+
+
+def test_filters_wrap_the_functions_and_name_bad_input():
+    assert FILTERS["awx_daily_rrule"]("19:00", "UTC", "2026-01-01").startswith("DTSTART;TZID=UTC:20260101T190000 ")
+    assert FILTERS["awx_definitions"](_plan(), SETTINGS) == _definitions()
+    assert FILTERS["awx_problems"](_definitions()) == []
+    with pytest.raises(AnsibleFilterError, match="awx_daily_rrule: clock must be a time of day HH:MM, got '25:00'"):
+        FILTERS["awx_daily_rrule"]("25:00", "UTC", "2026-01-01")
+    with pytest.raises(AnsibleFilterError, match="awx_definitions: AWX settings missing: schedule_start"):
+        FILTERS["awx_definitions"](_plan(), {k: v for k, v in SETTINGS.items() if k != "schedule_start"})
+
+
+def test_survey_default_outside_its_choices_is_refused():
+    definitions = _definitions()
+    definitions["job_templates"][0]["survey_spec"]["spec"][0]["default"] = "nights"
+    assert definitions["job_templates"][0]["survey_spec"]["spec"][0]["variable"] == "gpushare_window"
+    assert awx.definition_problems(definitions) == [
+        "job template 'gpushare plan' survey question 0 (gpushare_window): default 'nights' is not one of its choices "
+        "['auto', 'none', 'night']"]
+
+
+@pytest.mark.parametrize("rrule, words", [
+    ("DTSTART:20260101T190000 RRULE:FREQ=DAILY;INTERVAL=1", "DTSTART has no time zone"),
+    ("DTSTART;TZID=UTC:20260101T190000 RRULE:FREQ=DAILY", "INTERVAL is required"),
+    ("DTSTART;TZID=UTC:20260101T190000 RRULE:FREQ=SECONDLY;INTERVAL=1", "FREQ 'SECONDLY' is not allowed"),
+    ("DTSTART;TZID=UTC:20260101T190000 RRULE:FREQ=DAILY;INTERVAL=1;COUNT=1000", "COUNT must be at most 999"),
+    ("DTSTART;TZID=Nowhere/Land:20260101T190000 RRULE:FREQ=DAILY;INTERVAL=1", "unknown time zone 'Nowhere/Land'"),
+    ("RRULE:FREQ=DAILY;INTERVAL=1", "is not 'DTSTART"),
+])
+def test_rules_awx_refuses(rrule, words):
+    problems = awx.rrule_problems(rrule)
+    assert len(problems) == 1 and words in problems[0], problems
+
+
+def test_schedule_extra_data_only_survey_variables_and_required_answers():
+    definitions = _definitions()
+    night = definitions["schedules"][1]
+    night["extra_data"] = {"gpushare_render_only": "true"}
+    assert awx.definition_problems(definitions) == [
+        "schedule 'gpushare window switch: night at 19:00': extra_data names 'gpushare_render_only', which is not a "
+        "survey variable of 'gpushare window switch' (survey: gpushare_window)",
+        "schedule 'gpushare window switch: night at 19:00': required survey question 'gpushare_window' is not "
+        "answered in extra_data"]
+    night["extra_data"] = {"gpushare_window": "auto-ish"}
+    assert awx.definition_problems(definitions) == [
+        "schedule 'gpushare window switch: night at 19:00': gpushare_window='auto-ish' is not one of "
+        "['auto', 'none', 'night']"]
+    night["unified_job_template"] = "gpushare switch"
+    assert "job template 'gpushare switch' is not defined" in awx.definition_problems(definitions)[0]
+
+
+def test_prompting_for_variables_lets_a_schedule_name_others():
+    definitions = _definitions()
+    definitions["job_templates"][3]["ask_variables_on_launch"] = True
+    definitions["schedules"][1]["extra_data"]["gpushare_render_only"] = "true"
+    assert awx.definition_problems(definitions) == []
+
+
+def test_launch_extra_vars_are_defaults_then_answers():
+    gpu_stack = _definitions()["job_templates"][2]
+    assert awx.launch_extra_vars(gpu_stack) == {"gpushare_window": "auto", "gpushare_render_only": "false"}
+    assert awx.launch_extra_vars(gpu_stack, {"gpushare_window": "night"}) == {
+        "gpushare_window": "night", "gpushare_render_only": "false"}
+
+
+def test_next_runs_stay_at_local_boundaries_across_daylight_saving():
+    """Europe/Berlin: 2026-03-29 and 2026-10-25 change the offset; the runs stay at 19:00 and
+    07:00 local and move in UTC (as AWX computes them with dateutil)."""
+    definitions = _definitions("Europe/Berlin")
+    problems, lines = validate.validate(definitions, 400, expect_dst=True)
+    assert problems == [] and len(lines) == 2
+    assert validate.validate(_definitions(), 400, expect_dst=True)[0] == [
+        "no schedule's runs cross a daylight-saving change (zone UTC)"]
+    night = definitions["schedules"][1]
+    runs = validate.next_runs(night["rrule"], 400)
+    utc = {r.date().isoformat(): r.astimezone(datetime.timezone.utc).strftime("%H:%M") for r in runs}
+    assert utc["2026-03-28"] == "18:00" and utc["2026-03-29"] == "17:00"
+    assert utc["2026-10-24"] == "17:00" and utc["2026-10-25"] == "18:00"
+
+
+def test_a_utc_rule_for_a_berlin_plan_is_caught():
+    definitions = _definitions("Europe/Berlin")
+    night = definitions["schedules"][1]
+    night["rrule"] = "DTSTART;TZID=UTC:20260101T180000 RRULE:FREQ=DAILY;INTERVAL=1"
+    problems = validate.validate(definitions, 400)[0]
+    assert any("not in the plan's time zone Europe/Berlin" in p for p in problems)
+    assert any("runs not at 19:00 Europe/Berlin" in p for p in problems)
+
+
+def test_a_naive_dtstart_is_refused_like_awx_does():
+    with pytest.raises(ValueError, match="a valid TZID must be provided"):
+        validate.next_runs("DTSTART:20260101T190000\nRRULE:FREQ=DAILY;INTERVAL=1", 3)
+
+
+def test_a_schedule_that_passes_the_wrong_state_is_caught():
+    definitions = _definitions()
+    definitions["schedules"][0]["extra_data"]["gpushare_window"] = "night"
+    problems = validate.validate(definitions, 10)[0]
+    assert problems == ["schedule 'gpushare window switch: none at 07:00': passes gpushare_window='night', "
+                        "the plan has 'none' in force from 07:00"]
+
+
+def test_playbook_literals_match_the_definitions():
+    """playbooks/awx.yml writes the prompts, job type and the schedules' extra-data keys as
+    literals (so ansible-lint's args rule checks every option); they must be the definitions'."""
+    import yaml
+    play = yaml.safe_load((ROOT / "playbooks" / "awx.yml").read_text().replace("!unsafe ", ""))[0]
+    block = next(t for t in play["tasks"] if t.get("block") and "awx.awx.schedule" in str(t["block"]))["block"]
+    job_template_tasks = [t["awx.awx.job_template"] for t in block if "awx.awx.job_template" in t]
+    assert len(job_template_tasks) == 2
+    definitions = _definitions()
+    for task in job_template_tasks:
+        assert {k: task[k] for k in awx.PROMPTS} == awx.PROMPTS
+        assert {t["job_type"] for t in definitions["job_templates"]} == {task["job_type"]}
+    assert {t["survey_enabled"] for t in definitions["job_templates"]} == {True, False}
+    schedule_task = next(t["awx.awx.schedule"] for t in block if "awx.awx.schedule" in t)
+    for schedule in definitions["schedules"]:
+        assert set(schedule_task["extra_data"]) == set(schedule["extra_data"])
