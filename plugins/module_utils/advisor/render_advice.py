@@ -10,6 +10,8 @@ import difflib
 from html import escape
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_svg import PALETTE
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
+    AUTO, DRA, ISOLATION_TO_SHARING, MIG, TIMESLICE, WHOLE)
 
 CHART_W, CHART_H, PAD_L, PAD_B = 640, 150, 48, 22
 
@@ -59,14 +61,11 @@ def changes(current_workloads: list, proposed_workloads: list, current_nodes: di
     for host, node in proposed_nodes.items():
         old = {g.get("index"): g for g in (current_nodes.get(host) or {}).get("gpus", []) if isinstance(g, dict)}
         for g in node["gpus"]:
-            was = old.get(g["index"], {"mode": "auto"})
+            was = old.get(g["index"], {"mode": AUTO})
             for k in ("mode", "team", "replicas", "schedule"):
                 if was.get(k) != g.get(k):
                     out.append("%s GPU %d: %s %s -> %s" % (host, g["index"], k, _val(was.get(k)), _val(g.get(k))))
     return out
-
-
-_ISOLATION = {"full": "whole", "hardware": "mig", "none": "timeslice"}
 
 
 def _effective(w: dict) -> dict:
@@ -75,8 +74,8 @@ def _effective(w: dict) -> dict:
     out = dict(w)
     isolation = out.pop("isolation", None)
     if "device_request" in out:
-        out.setdefault("sharing", "dra")
-    out.setdefault("sharing", _ISOLATION.get(isolation) or ("timeslice" if out.get("kind") == "notebook" else "whole"))
+        out.setdefault("sharing", DRA)
+    out.setdefault("sharing", ISOLATION_TO_SHARING.get(isolation) or (TIMESLICE if out.get("kind") == "notebook" else WHOLE))
     out.setdefault("replicas", 1)
     out.setdefault("gpus", 1)
     return out
@@ -157,11 +156,11 @@ def choice_text(s: dict) -> str:
     status = s.get("status")
     if status != "ok":
         return status.replace("_", " ")
-    if s["sharing"] == "mig":
+    if s["sharing"] == MIG:
         return "MIG %s" % s["mig_profile"]
-    if s["sharing"] == "timeslice":
+    if s["sharing"] == TIMESLICE:
         return "time-sliced, %d sharers" % s["replicas"]
-    if s["sharing"] == "dra":
+    if s["sharing"] == DRA:
         return "DRA, at least %s GiB" % s["memory_gib"]
     return "whole, %d GPU%s per replica" % (s["gpus"], "" if s["gpus"] == 1 else "s")
 

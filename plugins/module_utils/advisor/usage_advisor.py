@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog, mig_geometry
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import model as inv_model
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import AUTO, DRA, MIG, SHARED_MODES, TIMESLICE, WHOLE
 
 ADVICE_FORMAT = "gpushare.cluster/advice-v1"
 MIB_PER_GIB = 1024
@@ -604,23 +605,23 @@ def _choice(ctx: _Context, svc: _Service, f: dict, kind: str) -> dict:
         why = ("%d sharers of %.1f GiB each fit %d %s card%s; time-slicing (each of k sharers gets 1/k of the card, "
                "about 7 %% lost to switching)" % (sharers, need / 1024.0, pool_gpus, card.key if card else "GPU",
                                                   "" if pool_gpus == 1 else "s"))
-        out.update(sharing="timeslice", replicas=sharers, pool_gpus=pool_gpus,
+        out.update(sharing=TIMESLICE, replicas=sharers, pool_gpus=pool_gpus,
                    gpu_replicas=min(64, max(2, int(math.ceil(sharers / pool_gpus)))), why=why)
         return out
     if kind in ("training", "batch"):
         per_gpu = card.memory_mib if card else need
         gpus = max(f["gpus_per_replica"], int(math.ceil(need / per_gpu)) if per_gpu else 1)
-        out.update(sharing="whole", gpus=gpus, memory_gib=min(memory_gib, int(gpus * per_gpu / 1024)) or memory_gib,
+        out.update(sharing=WHOLE, gpus=gpus, memory_gib=min(memory_gib, int(gpus * per_gpu / 1024)) or memory_gib,
                    why="%s runs then releases: %d whole GPU%s per run, queued in the team's Kueue queue "
                        "(borrows idle GPUs of the cohort)" % (kind, gpus, "" if gpus == 1 else "s"))
         return out
     if on_dra:
-        out.update(sharing="dra", why="runs on a DRA server: a device request for at least %d GiB" % memory_gib)
+        out.update(sharing=DRA, why="runs on a DRA server: a device request for at least %d GiB" % memory_gib)
         return out
     if card is not None and card.mig_capable and f["gpus_per_replica"] == 1:
         profile = choose_profile(card, need, compute)
         if profile is not None and profile.size < card.mig_grid:
-            out.update(sharing="mig", mig_profile=profile.name,
+            out.update(sharing=MIG, mig_profile=profile.name,
                        memory_gib=min(memory_gib, math.floor(profile.memory_mib / MIB_PER_GIB * 100) / 100.0),
                        why="%s holds %.1f GiB (needs %.1f) and %d/%d of the compute (needs %.2f of a GPU)"
                            % (profile.name, profile.memory_mib / 1024.0, need / 1024.0, profile.compute_slices,
@@ -634,7 +635,7 @@ def _choice(ctx: _Context, svc: _Service, f: dict, kind: str) -> dict:
         reason = "%d GPUs per replica" % f["gpus_per_replica"]
     per_gpu = card.memory_mib if card else need
     gpus = max(f["gpus_per_replica"], int(math.ceil(need / per_gpu)) if per_gpu else 1)
-    out.update(sharing="whole", gpus=gpus, why=reason)
+    out.update(sharing=WHOLE, gpus=gpus, why=reason)
     return out
 
 
@@ -722,7 +723,7 @@ def advise(usage: UsageData, variables: dict, settings: Settings = Settings()) -
             choice = _choice(ctx, svc, f, kind)
             entry.update(kind=kind, kind_why=why)
             entry.update(choice)
-            if choice.get("sharing") == "timeslice":
+            if choice.get("sharing") == TIMESLICE:
                 entry["idle_hours"] = _idle_hours(ctx, f, window)
             if choice["status"] == "ok" and settings.stability:
                 sig = []
@@ -833,18 +834,18 @@ def _team_quotas(ctx: _Context, services: dict, sl: slice) -> list[dict]:
 def _workload_entry(r: dict) -> dict:
     """A gpushare_workloads entry for an advised service."""
     w = {"name": r["name"], "team": r["team"], "kind": r["kind"], "sharing": r["sharing"]}
-    if r["sharing"] == "dra":
+    if r["sharing"] == DRA:
         w["device_request"] = {"min_memory_gib": r["memory_gib"]}
         w.pop("sharing")
-    elif r["sharing"] == "timeslice":
+    elif r["sharing"] == TIMESLICE:
         pass
     else:
         w["memory_gib"] = r["memory_gib"]
-    if r["sharing"] == "mig":
+    if r["sharing"] == MIG:
         w["mig_profile"] = r["mig_profile"]
     if r["replicas"] != 1:
         w["replicas"] = r["replicas"]
-    if r["sharing"] == "whole" and r["gpus"] != 1:
+    if r["sharing"] == WHOLE and r["gpus"] != 1:
         w["gpus"] = r["gpus"]
     return w
 
@@ -852,7 +853,7 @@ def _workload_entry(r: dict) -> dict:
 def _raw_workload(w) -> dict:
     """The inventory entry of a current workload, as it would be written."""
     out = {"name": w.name, "team": w.team, "kind": w.kind}
-    if w.sharing == "dra":
+    if w.sharing == DRA:
         out["device_request"] = {"min_memory_gib": w.min_memory_gib}
     else:
         out["sharing"] = w.sharing
@@ -877,7 +878,7 @@ def _propose(ctx: _Context, results: list[dict], teams: list[dict], services: di
     for r in results:
         if r.get("status") == "ok":
             w = _workload_entry(r)
-            if multi_model and r["sharing"] == "mig" and r.get("model"):
+            if multi_model and r["sharing"] == MIG and r.get("model"):
                 w["gpu_model"] = r["model"]
             workloads.append(w)
             advised.append(r)
@@ -905,16 +906,16 @@ def _propose(ctx: _Context, results: list[dict], teams: list[dict], services: di
     def kept(r):
         return r.get("status") != "ok" and r["name"] in current
     # whole serving first, then MIG, then time-sliced pools; training/batch get what is left
-    for r in [r for r in advised if r["sharing"] == "whole" and r["kind"] == "serving"]:
+    for r in [r for r in advised if r["sharing"] == WHOLE and r["kind"] == "serving"]:
         need = r["replicas"] * r["gpus"]
         got = take(r["model"], need, {r["name"]}, r["team"])
         for k in got:
-            assigned[k] = {"mode": "whole", "team": r["team"]}
+            assigned[k] = {"mode": WHOLE, "team": r["team"]}
         if len(got) < need:
             unplaced.append("%s: %d whole %s GPUs short" % (r["name"], need - len(got), r["model"]))
     mig_groups = defaultdict(list)
     for r in advised:
-        if r["sharing"] == "mig":
+        if r["sharing"] == MIG:
             mig_groups[r["model"]].append(r)
     for model_key, group in mig_groups.items():
         card = gpu_catalog.CATALOG[model_key]
@@ -937,15 +938,15 @@ def _propose(ctx: _Context, results: list[dict], teams: list[dict], services: di
             team = o.most_common(1)[0][0]
             got = take(model_key, 1, names, team)
             if got:
-                assigned[got[0]] = {"mode": "mig", "team": team}
+                assigned[got[0]] = {"mode": MIG, "team": team}
             else:
                 unplaced.append("MIG services %s: one %s GPU short" % (", ".join(sorted(names)), model_key))
     pools = []
     for r in advised:
-        if r["sharing"] == "timeslice":
+        if r["sharing"] == TIMESLICE:
             got = take(r["model"], r["pool_gpus"], {r["name"]}, r["team"])
             for k in got:
-                assigned[k] = {"mode": "timeslice", "team": r["team"], "replicas": r["gpu_replicas"]}
+                assigned[k] = {"mode": TIMESLICE, "team": r["team"], "replicas": r["gpu_replicas"]}
             pools.append((r, got))
             if len(got) < r["pool_gpus"]:
                 unplaced.append("%s: %d time-sliced %s GPUs short" % (r["name"], r["pool_gpus"] - len(got), r["model"]))
@@ -959,22 +960,22 @@ def _propose(ctx: _Context, results: list[dict], teams: list[dict], services: di
     # training and batch: the rest, to their teams by their quota share
     batch_teams = Counter()
     for r in advised:
-        if r["kind"] in ("training", "batch") and r["sharing"] == "whole":
+        if r["kind"] in ("training", "batch") and r["sharing"] == WHOLE:
             quota = next(t for t in teams if t["team"] == r["team"])
             batch_teams[r["team"]] = max(batch_teams[r["team"]], quota["quota_proposed"], r["gpus"])
     for team, want in sorted(batch_teams.items(), key=lambda kv: -kv[1]):
         names = {r["name"] for r in advised if r["team"] == team}
         for k in take(None, want, names, team):
-            assigned[k] = {"mode": "whole", "team": team}
+            assigned[k] = {"mode": WHOLE, "team": team}
     for k, g in list(free.items()):          # spare GPUs stay with their owner, whole
-        assigned[k] = {"mode": "whole", "team": g.team} if g.mode != "auto" else {"mode": "auto", "team": g.team}
+        assigned[k] = {"mode": WHOLE, "team": g.team} if g.mode != AUTO else {"mode": AUTO, "team": g.team}
         free.pop(k)
     # -- windows from idle hours of the time-sliced pools, when a queued team could borrow
     windows = _windows(ctx, pools, teams, advised)
     for w in windows:
         for node, index in w["gpus"]:
             assigned[(node, index)]["schedule"] = [{"name": w["name"], "from": w["from"], "until": w["until"],
-                                                   "mode": "whole"}]
+                                                   "mode": WHOLE}]
     nodes = _node_vars(ctx, assigned)
     return {"workloads": workloads, "nodes": nodes, "unplaced": unplaced, "windows": windows,
             "buy": _buy(ctx, advised, windows, unplaced)}
@@ -1024,7 +1025,7 @@ def _windows(ctx: _Context, pools: list, teams: list[dict], advised: list[dict])
     hours_set = {(start + k) % 24 for k in range(length)}
     name = "night" if 3 in hours_set else "idle"
     return [{"name": name, "from": "%02d:00" % start, "until": "%02d:00" % ((start + length) % 24),
-             "mode": "whole", "gpus": [list(g) for c in candidates for g in c[1]],
+             "mode": WHOLE, "gpus": [list(g) for c in candidates for g in c[1]],
              "teams": sorted({c[0]["team"] for c in candidates}), "for": sorted(borrowers),
              "why": "%s idle from %02d:00 to %02d:00 %s (95th percentile of activity below %.0f %%) on every day "
                     "of the window; whole then, so %s can borrow it through Kueue"
@@ -1043,7 +1044,7 @@ def _node_vars(ctx: _Context, assigned: dict) -> dict:
         replicas = {}
         for g in node.gpus:
             a = assigned.get((node.name, g.index)) or _gpu_as_is(g)
-            if a["mode"] in ("timeslice", "mps"):
+            if a["mode"] in SHARED_MODES:
                 replicas[a["mode"]] = max(replicas.get(a["mode"], 2), a.get("replicas", 2))
             gpus.append((g.index, a))
         entries = []
@@ -1051,13 +1052,13 @@ def _node_vars(ctx: _Context, assigned: dict) -> dict:
             e = {"index": index, "mode": a["mode"]}
             if a.get("team"):
                 e["team"] = a["team"]
-            if a["mode"] in ("timeslice", "mps"):
+            if a["mode"] in SHARED_MODES:
                 e["replicas"] = replicas[a["mode"]]     # one replica count per node (device plugin)
-            if a.get("mig_layout") and a["mode"] == "mig":
+            if a.get("mig_layout") and a["mode"] == MIG:
                 e["mig_layout"] = a["mig_layout"]
             if a.get("schedule"):
                 e["schedule"] = a["schedule"]
-            if e["mode"] == "auto" and len(e) == 2:
+            if e["mode"] == AUTO and len(e) == 2:
                 continue
             entries.append(e)
         raw["gpus"] = entries
@@ -1084,15 +1085,15 @@ def _buy(ctx: _Context, advised: list[dict], windows: list[dict], unplaced: list
         profiles = []
         for r in advised:
             need = r["memory_need_mib"]
-            if r["sharing"] in ("whole", "dra") and r["kind"] == "serving" or r["sharing"] == "dra":
+            if r["sharing"] in (WHOLE, DRA) and r["kind"] == "serving" or r["sharing"] == DRA:
                 cards += r["replicas"] * _cards_per_replica(r, card)
-            elif r["sharing"] == "mig":
+            elif r["sharing"] == MIG:
                 p = choose_profile(card, need, r["compute_need"])
                 if p is None or p.size == card.mig_grid:
                     cards += r["replicas"] * max(1, int(math.ceil(need / card.memory_mib)))
                 else:
                     profiles += [p] * r["replicas"]
-            elif r["sharing"] == "timeslice":
+            elif r["sharing"] == TIMESLICE:
                 cards += max(1, int(math.ceil(r["replicas"] * need / card.memory_mib)))
         if profiles:
             bins: list[Counter] = []
@@ -1106,7 +1107,7 @@ def _buy(ctx: _Context, advised: list[dict], windows: list[dict], unplaced: list
             cards += len(bins)
         batch = 0
         for r in advised:
-            if r["kind"] in ("training", "batch") and r["sharing"] == "whole":
+            if r["kind"] in ("training", "batch") and r["sharing"] == WHOLE:
                 per = _cards_per_replica(r, card)
                 if per > 16:
                     fits = False

@@ -19,11 +19,11 @@ from dataclasses import dataclass
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog, mig_geometry
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import Problems
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
+    AUTO, DRA, GPU_MODES, ISOLATION_TO_SHARING, MIG, MODES, MPS, TIMESLICE, WHOLE, WINDOW_MODES, WORKLOAD_SHARING,
+    isolation_choices, modes_without_mig, shares_device)
 
-GPU_MODES = ("auto", "whole", "mig", "timeslice", "mps")
 WORKLOAD_KINDS = ("serving", "notebook", "training", "batch")
-WORKLOAD_SHARING = ("whole", "mig", "timeslice", "mps", "dra")
-ISOLATION_TO_SHARING = {"full": "whole", "hardware": "mig", "none": "timeslice"}
 DISTRIBUTIONS = ("kubeadm", "microk8s")
 MIG_LEFTOVER = ("carve", "leave")
 CPU_MEMORY_QUOTA = ("ignore", "proportional")
@@ -366,7 +366,7 @@ def _read_window(problems: Problems, path: str, value, gpu_mode: str) -> Sharing
         return None
     start = r.clock("from")
     end = r.clock("until")
-    mode = r.choice("mode", ("whole", "mig", "timeslice", "mps"))
+    mode = r.choice("mode", WINDOW_MODES)
     if start and end and start == end:
         problems.add(r.at("until"), "must differ from 'from'", end, "another time than %s" % start,
                      "A window of no minutes changes nothing; remove it or give its end")
@@ -374,11 +374,11 @@ def _read_window(problems: Problems, path: str, value, gpu_mode: str) -> Sharing
         problems.add(r.at("mode"), "is the GPU's own mode, so the window changes nothing", mode,
                      "a mode other than %r" % gpu_mode, "Remove the window or change its mode")
     replicas = r.integer("replicas", None, minimum=2, maximum=64)
-    if mode in ("timeslice", "mps") and not r.given("replicas"):
+    if shares_device(mode) and not r.given("replicas"):
         problems.add(r.at("replicas"), "is required when the window's mode is %s" % mode, allowed="2..64",
                      hint="How many pods share the card inside the window")
     name = r.raw("name")
-    if name in ("auto", "none"):
+    if name in (AUTO, "none"):
         problems.add(r.at("name"), "is a reserved word of the plan module's window option", name,
                      "another window name", "Call it e.g. 'night'")
         return None
@@ -404,18 +404,18 @@ def _read_gpu(problems: Problems, path: str, value, node_model: str | None, gpu_
             problems.add(r.at("model"), "differs from the server's gpu_model %s" % node_model, r.raw("model"),
                          node_model, "A server's GPUs are planned as one model: remove 'model' here, or describe "
                          "GPUs of another model under their own server")
-    mode = r.choice("mode", GPU_MODES, "auto")
+    mode = r.choice("mode", GPU_MODES, AUTO)
     replicas = r.integer("replicas", None, minimum=2, maximum=64)
-    if mode in ("timeslice", "mps") and not r.given("replicas"):
+    if shares_device(mode) and not r.given("replicas"):
         problems.add(r.at("replicas"), "is required for mode %s (how many pods share the card)" % mode,
                      allowed="2..64", hint="Add replicas: N, the most pods that take turns on the card")
-    if mode not in ("timeslice", "mps") and r.given("replicas"):
+    if not shares_device(mode) and r.given("replicas"):
         problems.add(r.at("replicas"), "only applies to mode timeslice or mps", r.raw("replicas"),
                      "no replicas for mode %s" % mode, "Remove replicas or set mode: timeslice")
     layout = None
     if r.given("mig_layout"):
         layout = _read_layout(problems, r.at("mig_layout"), r.raw("mig_layout"), node_model)
-        if mode != "mig":
+        if mode != MIG:
             problems.add(r.at("mig_layout"), "only applies to mode mig", r.raw("mig_layout"),
                          "no mig_layout for mode %s" % mode, "Set mode: mig")
     windows = tuple(w for i, item in enumerate(_items(problems, r.at("schedule"), r.raw("schedule"), False))
@@ -486,7 +486,7 @@ def _read_node(problems: Problems, host: str, value) -> Node | None:
                          "each index 0..%d once" % (count - 1), "Merge the two entries")
             continue
         specs[spec.index] = spec
-    gpus = tuple(specs.get(i) or GpuSpec(index=i, model=model, mode="auto", team=None, replicas=None,
+    gpus = tuple(specs.get(i) or GpuSpec(index=i, model=model, mode=AUTO, team=None, replicas=None,
                                          mig_layout=None, windows=(), path="%s.gpus (index %d, default auto)" % (path, i))
                  for i in range(count))
     return Node(name=node_name(host), model=model, gpus=gpus,
@@ -512,28 +512,27 @@ def _read_workload(problems: Problems, path: str, value) -> Workload | None:
         d = _Reader(problems, r.at("device_request"), r.raw("device_request"), ("min_memory_gib",),
                     required=("min_memory_gib",))
         min_memory = d.number("min_memory_gib")
-        if sharing not in (None, "dra"):
-            problems.add(r.at("sharing"), "a device_request is served by the DRA driver", sharing, "dra",
+        if sharing not in (None, DRA):
+            problems.add(r.at("sharing"), "a device_request is served by the DRA driver", sharing, DRA,
                          "Remove sharing or the device_request")
-        sharing = "dra"
+        sharing = DRA
     if sharing is None:
-        sharing = ISOLATION_TO_SHARING.get(isolation) or {"notebook": "timeslice"}.get(kind, "whole")
-    elif isolation and sharing != "dra" and ISOLATION_TO_SHARING[isolation] != sharing and \
-            not (isolation == "none" and sharing == "mps"):
+        sharing = ISOLATION_TO_SHARING.get(isolation) or {"notebook": ISOLATION_TO_SHARING["none"]}.get(kind, WHOLE)
+    elif isolation and MODES[sharing].isolation not in (None, isolation):
         problems.add(r.at("isolation"), "contradicts sharing %s" % sharing, isolation,
-                     "full=whole, hardware=mig, none=timeslice or mps", "Keep one of isolation and sharing")
+                     isolation_choices(), "Keep one of isolation and sharing")
     memory = r.number("memory_gib", None)
-    if sharing == "mig" and memory is None and not r.given("mig_profile") and not r.given("memory_gib"):
+    if MODES[sharing].needs_mig and memory is None and not r.given("mig_profile") and not r.given("memory_gib"):
         problems.add(r.at("memory_gib"), "is required for a MIG workload (the slice must hold the model)",
                      allowed="GiB, a number greater than 0",
                      hint="Give the memory one replica needs, or pin a profile with mig_profile")
     gpu_model = _model(problems, r.at("gpu_model"), r.raw("gpu_model")) if r.given("gpu_model") else None
     mig_profile = r.string("mig_profile", what="a MIG profile name such as 3g.71gb")
-    if mig_profile and sharing != "mig":
+    if mig_profile and sharing != MIG:
         problems.add(r.at("mig_profile"), "only applies to sharing mig", mig_profile, "no mig_profile for sharing %s"
                      % sharing, "Set sharing: mig or remove mig_profile")
     gpus = r.integer("gpus", 1, minimum=1, maximum=64)
-    if sharing != "whole" and gpus != 1:
+    if not MODES[sharing].gpus_per_replica and gpus != 1:
         problems.add(r.at("gpus"), "more than one GPU per replica needs whole GPUs", gpus, "1",
                      "Set sharing: whole, or split the workload")
     replicas = r.integer("replicas", 1, minimum=1, maximum=100_000)
@@ -710,12 +709,12 @@ def check_state(problems: Problems, nodes, team_names: list[str]) -> None:
         for gpu in node.gpus:
             if gpu.team is not None and gpu.team not in team_names:
                 _unknown_team(problems, gpu.path + ".team", gpu.team, team_names)
-            if gpu.mode in ("timeslice", "mps") and gpu.team is None:
+            if shares_device(gpu.mode) and gpu.team is None:
                 problems.add(gpu.path + ".team", "a %s GPU needs an owning team (its replicas are that team's quota)"
                              % gpu.mode, allowed="a team of gpushare_teams", hint="Add team: <name>")
-            if gpu.mode == "mig" and not card.mig_capable:
-                problems.add(gpu.path + ".mode", "%s has no MIG" % card.key, "mig",
-                             "whole, timeslice, mps, auto", "Use time-slicing (mode: timeslice) or whole cards on this model")
+            if gpu.mode in MODES and MODES[gpu.mode].needs_mig and not card.mig_capable:
+                problems.add(gpu.path + ".mode", "%s has no MIG" % card.key, gpu.mode,
+                             modes_without_mig(), "Use time-slicing (mode: timeslice) or whole cards on this model")
         _check_node_sharing(problems, node)
 
 
@@ -759,22 +758,22 @@ def _check_node_sharing(problems: Problems, node: Node) -> None:
     replica count per resource name, applied to every full GPU (k8s-device-plugin README,
     "Shared Access to GPUs")."""
     modes = {g.mode for g in node.gpus} | {w.mode for g in node.gpus for w in g.windows}
-    if "mps" in modes and ("mig" in modes or "timeslice" in modes):
-        other = "MIG" if "mig" in modes else "time-slicing"
+    if MPS in modes and (MIG in modes or TIMESLICE in modes):
+        other = "MIG" if MIG in modes else "time-slicing"
         problems.add(node.path + ".gpus", "MPS cannot be combined with %s on one node" % other, sorted(modes),
                      "MPS on every GPU of the node, or no MPS",
                      "The device plugin applies one sharing method to a whole node and has no MPS on MIG devices")
-    mps = [g for g in node.gpus if g.mode == "mps"]
+    mps = [g for g in node.gpus if g.mode == MPS]
     if mps and len(mps) != len(node.gpus):
         problems.add(node.path + ".gpus", "MPS shares every full GPU of a node; GPUs %s are not mps"
-                     % [g.index for g in node.gpus if g.mode != "mps"], {g.index: g.mode for g in node.gpus},
+                     % [g.index for g in node.gpus if g.mode != MPS], {g.index: g.mode for g in node.gpus},
                      "mode: mps on all GPUs of the node", "The device plugin's MPS setting covers every full GPU")
     card = gpu_catalog.CATALOG[node.model]
-    sliced = [g for g in node.gpus if g.mode == "timeslice"]
+    sliced = [g for g in node.gpus if g.mode == TIMESLICE]
     if sliced and not card.mig_capable and len(sliced) != len(node.gpus):
         problems.add(node.path + ".gpus",
                      "%s has no MIG, so time-slicing applies to every GPU of the node; GPUs %s are not timeslice"
-                     % (card.key, [g.index for g in node.gpus if g.mode != "timeslice"]),
+                     % (card.key, [g.index for g in node.gpus if g.mode != TIMESLICE]),
                      {g.index: g.mode for g in node.gpus},
                      "mode: timeslice on all GPUs of the node",
                      "The device plugin ignores per-GPU 'devices' in sharing.timeSlicing")
@@ -783,7 +782,7 @@ def _check_node_sharing(problems: Problems, node: Node) -> None:
         if len(counts) > 1:
             problems.add(node.path + ".gpus", "GPUs shared on one node must use the same replicas", counts,
                          "one replica count per node", "The device plugin takes one replica count per resource")
-    if node.dra and any(g.mode in ("timeslice", "mps") for g in node.gpus):
+    if node.dra and any(shares_device(g.mode) for g in node.gpus):
         problems.add(node.path + ".dra", "a DRA node is served by the DRA driver, not the device plugin's sharing",
                      True, "dra: true with whole or mig GPUs only",
                      "Set dra: false on this server, or keep its GPUs whole or mig (in every window too)")

@@ -12,6 +12,7 @@ the requested amount qualifies.
 
 from __future__ import annotations
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import DRA
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import MANAGED_LABEL
 
 API = "resource.k8s.io/v1"
@@ -37,5 +38,5 @@ def claim_template(workload, namespace: str) -> dict:
 
 def plan_claims(workloads, teams) -> list[dict]:
     by_team = {t.name: t for t in teams}
-    return [claim_template(w, ns) for w in workloads if w.sharing == "dra"
+    return [claim_template(w, ns) for w in workloads if w.sharing == DRA
             for ns in sorted(by_team[w.team].namespaces)]

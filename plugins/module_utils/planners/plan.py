@@ -22,6 +22,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import (
     Inventory, check_state, clock_minutes, load_inventory, time_zone, window_minutes)
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import AUTO, DRA, MIG, MODES, SHARED_MODES, TIMESLICE, WHOLE
 
 PLAN_FORMAT = "gpushare.cluster/plan-v1"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
@@ -78,7 +79,7 @@ def _plan_state(inventory: Inventory, problems: Problems, suffix: str) -> dict:
     cpu_memory = _cpu_memory(inventory, nodes, problems)
     problems.raise_if_any()
     kueue = kueue_quotas.plan_kueue(inventory.teams, inventory.policy, capacities, cpu_memory, labels,
-                                    dra_in_use=any(w.sharing == "dra" for w in inventory.workloads))
+                                    dra_in_use=any(w.sharing == DRA for w in inventory.workloads))
     return {
         "nodes": nodes,
         "teams": _team_records(inventory, capacities),
@@ -105,10 +106,10 @@ def _plan_mig(inventory: Inventory, sharing, problems: Problems, solve=None) -> 
         full = sharing_planner.full_profile(model)
         forbidden = (full,) if share.via_mig else ()
         for gpu in node.gpus:
-            if gpu.mode == "timeslice" and share.via_mig:
+            if gpu.mode == TIMESLICE and share.via_mig:
                 # One full-size instance, time-sliced (see sharing_planner).
                 layouts[(node.name, gpu.index)] = _single_instance(node, gpu, full)
-            elif gpu.mode == "mig":
+            elif gpu.mode == MIG:
                 if full in forbidden and full in dict(gpu.mig_layout or ()):
                     problems.add(gpu.path + ".mig_layout", "uses %s, the full-card instance that time-slices GPUs %s "
                                  "of this server" % (full, list(share.gpus)), dict(gpu.mig_layout),
@@ -117,13 +118,13 @@ def _plan_mig(inventory: Inventory, sharing, problems: Problems, solve=None) -> 
                                  "time-sliced too: use smaller profiles, or time-slice on another server" % full)
                 candidates.append(mig_planner.MigCandidate(node.name, gpu.index, node.model, True, gpu.team,
                                                            gpu.mig_layout, forbidden))
-            elif gpu.mode == "auto":
+            elif gpu.mode == AUTO:
                 candidates.append(mig_planner.MigCandidate(node.name, gpu.index, node.model, False, gpu.team,
                                                            None, forbidden))
     demands = []
     mig_models = _mig_models(inventory)
     for w in inventory.workloads:
-        if w.sharing != "mig":
+        if w.sharing != MIG:
             continue
         models = (w.gpu_model,) if w.gpu_model else mig_models
         if w.mig_profile and not any(w.mig_profile in {p.name for p in CATALOG[m].mig_profiles} for m in models):
@@ -182,11 +183,11 @@ def _assign_whole_gpus(inventory: Inventory, layouts, sharing) -> dict[tuple[str
     owners: dict[tuple[str, int], str | None] = {}
     for node in inventory.nodes:
         for gpu in node.gpus:
-            if (node.name, gpu.index) not in layouts and gpu.mode in ("whole", "auto"):
+            if (node.name, gpu.index) not in layouts and gpu.mode in (WHOLE, AUTO):
                 owners[(node.name, gpu.index)] = gpu.team
     need: dict[str, int] = defaultdict(int)
     for w in inventory.workloads:
-        if w.sharing in ("whole", "dra") and w.kind == "serving":
+        if w.sharing in (WHOLE, DRA) and w.kind == "serving":
             need[w.team] += w.replicas * w.gpus
     for owner in owners.values():
         if owner:
@@ -211,23 +212,23 @@ def _node_record(node, share, layouts, whole_team, suffix: str) -> dict:
         record = {"index": gpu.index, "declared_mode": gpu.mode, "mig": None}
         if key in layouts:
             layout = layouts[key]
-            record["mode"] = "timeslice" if gpu.mode == "timeslice" else "mig"
+            record["mode"] = TIMESLICE if gpu.mode == TIMESLICE else MIG
             record["team"] = gpu.team
             record["mig"] = {"profiles": layout.counts(), "slices": [dict(vars(s)) for s in layout.slices]}
             mig_profiles += [s.profile for s in layout.slices]
-        elif gpu.mode in ("timeslice", "mps"):
+        elif gpu.mode in SHARED_MODES:
             record["mode"] = gpu.mode
             record["team"] = gpu.team
             whole_cards += 1
         else:
-            record["mode"] = "whole"
+            record["mode"] = WHOLE
             record["team"] = whole_team.get(key)
             whole_cards += 1
-        if record["mode"] in ("timeslice", "mps"):
+        if record["mode"] in SHARED_MODES:
             record["replicas"] = gpu.replicas
             record["resource"] = share.shared_resource
             record["realised_as"] = "mig-full-instance" if share.via_mig else "full-gpu"
-        elif record["mode"] == "whole":
+        elif record["mode"] == WHOLE:
             record["resource"] = kueue_quotas.DRA_RESOURCE if node.dra else sharing_planner.WHOLE
         gpus.append(record)
     has_mig = sharing_planner.has_mig(gpus)
@@ -275,17 +276,17 @@ def _check_demand(inventory: Inventory, nodes: list[dict], problems: Problems, w
     whole_per_node = defaultdict(int)
     for n in nodes:
         key = (n["model"], n["dra"])
-        whole_per_node[key] = max(whole_per_node[key], sum(1 for g in n["gpus"] if g["mode"] == "whole"))
+        whole_per_node[key] = max(whole_per_node[key], sum(1 for g in n["gpus"] if g["mode"] == WHOLE))
     shared: dict[str, int] = defaultdict(int)
     for n in nodes:
         for g in n["gpus"]:
-            if g["mode"] in ("timeslice", "mps"):
+            if g["mode"] in SHARED_MODES:
                 shared[g["mode"]] += g["replicas"]
                 shared[(g["mode"], g["team"])] += g["replicas"]
     demand: dict = defaultdict(int)
     for w in inventory.workloads:
-        dra = w.sharing == "dra"
-        if w.sharing in ("whole", "dra"):
+        dra = w.sharing == DRA
+        if w.sharing in (WHOLE, DRA):
             candidates = {m: c for (m, d), c in whole_per_node.items() if d == dra and (not w.gpu_model or m == w.gpu_model)}
             biggest = max(candidates.values(), default=0)
             if w.gpus > biggest:
@@ -299,10 +300,10 @@ def _check_demand(inventory: Inventory, nodes: list[dict], problems: Problems, w
                              "no GPU on a DRA node has that much memory (largest: %d MiB)" % best,
                              w.min_memory_gib, "at most %.1f" % (best / 1024.0),
                              "Set dra: true on a server with bigger GPUs")
-        if w.sharing in ("timeslice", "mps"):
+        if w.sharing in SHARED_MODES:
             demand[w.sharing] += w.replicas
             demand[(w.sharing, w.team)] += w.replicas
-    for mode in ("timeslice", "mps"):
+    for mode in SHARED_MODES:
         if demand[mode] > shared[mode]:
             problems.add("gpushare_workloads", "%d %s replicas are wanted but the %s GPUs provide %d"
                          % (demand[mode], mode, mode, shared[mode]), demand[mode], "at most %d" % shared[mode],
@@ -311,13 +312,13 @@ def _check_demand(inventory: Inventory, nodes: list[dict], problems: Problems, w
             if demand[(mode, team.name)] > shared[(mode, team.name)]:
                 warnings.append("team %s wants %d %s replicas but owns %d: the rest must be borrowed"
                                 % (team.name, demand[(mode, team.name)], mode, shared[(mode, team.name)]))
-    if any(w.sharing == "dra" for w in inventory.workloads) and not any(n["dra"] for n in nodes):
+    if any(w.sharing == DRA for w in inventory.workloads) and not any(n["dra"] for n in nodes):
         problems.add("gpushare_workloads", "a workload asks for a GPU by attributes (DRA) but no server has dra: true",
-                     [w.name for w in inventory.workloads if w.sharing == "dra"], "a server with dra: true",
+                     [w.name for w in inventory.workloads if w.sharing == DRA], "a server with dra: true",
                      "Set gpushare_node.dra: true on the servers the DRA driver should serve")
     for team in inventory.teams:
         if team.lending_limit is not None:
-            owned = sum(1 for n in nodes for g in n["gpus"] if g["mode"] == "whole" and g["team"] == team.name)
+            owned = sum(1 for n in nodes for g in n["gpus"] if g["mode"] == WHOLE and g["team"] == team.name)
             if team.lending_limit > owned:
                 problems.add(team.path + ".lending_limit", "exceeds the %d whole GPUs the team owns" % owned,
                              team.lending_limit, "0..%d" % owned,
@@ -332,23 +333,21 @@ def _capacities(inventory: Inventory, nodes: list[dict]):
     for n in nodes:
         model = n["model"]
         for g in n["gpus"]:
-            if g["mode"] == "whole":
-                kind = "dra" if n["dra"] else "whole"
+            kind = MODES[DRA if n["dra"] and g["mode"] == WHOLE else g["mode"]].kueue_kind
+            if g["mode"] == WHOLE:
                 capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), model, g["resource"],
                                                         g["team"], 1, n["dra"]))
-            elif g["mode"] in ("timeslice", "mps"):
-                kind = "shared"
+            elif g["mode"] in SHARED_MODES:
                 capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), model, g["resource"],
                                                         g["team"], g["replicas"]))
             else:
-                kind = "mig"
                 for s in g["mig"]["slices"]:
                     resource = CATALOG[model].profile(s["profile"]).resource_name
                     capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), model, resource,
                                                             s["team"], 1))
             flavor = kueue_quotas.flavor_name(model, kind)
             labels[flavor] = {kueue_quotas.MODEL_LABEL: model}
-            if kind == "dra":
+            if kind == MODES[DRA].kueue_kind:
                 labels[flavor][DRA_NODE_LABEL] = "true"
     return capacities, labels
 
@@ -357,7 +356,7 @@ def _gpu_shares(n: dict):
     """(team, fraction of one card) for every owned piece of the node's GPUs."""
     grid = CATALOG[n["model"]].mig_grid
     for g in n["gpus"]:
-        if g["mode"] == "mig" and g["mig"]["slices"]:
+        if g["mode"] == MIG and g["mig"]["slices"]:
             for s in g["mig"]["slices"]:
                 yield s["team"], s["size"] / grid
         else:
@@ -400,7 +399,7 @@ def _workload_records(inventory: Inventory, nodes: list[dict]) -> list[dict]:
     slices = defaultdict(list)
     for n in nodes:
         for g in n["gpus"]:
-            for s in (g["mig"] or {}).get("slices", []) if g["mode"] == "mig" else []:
+            for s in (g["mig"] or {}).get("slices", []) if g["mode"] == MIG else []:
                 if s["workload"]:
                     slices[s["workload"]].append({"node": n["name"], "gpu": g["index"], "profile": s["profile"],
                                                   "start": s["start"], "replica": s["replica"]})
@@ -408,9 +407,9 @@ def _workload_records(inventory: Inventory, nodes: list[dict]) -> list[dict]:
     for w in inventory.workloads:
         record = {"name": w.name, "team": w.team, "kind": w.kind, "sharing": w.sharing, "replicas": w.replicas,
                   "gpus_per_replica": w.gpus, "memory_gib": w.memory_gib, "queue": w.team}
-        if w.sharing == "mig":
+        if w.sharing == MIG:
             record["slices"] = sorted(slices[w.name], key=lambda s: s["replica"])
-        if w.sharing == "dra":
+        if w.sharing == DRA:
             record["claim_template"] = "%s-gpu" % w.name
         records.append(record)
     return records
@@ -427,7 +426,7 @@ def _inside_window(inventory: Inventory, name: str, base_nodes: list[dict]) -> I
     MIG GPUs the window does not name keep their base layout, so a window switch never
     re-partitions a GPU whose services keep running."""
     base = {(n["name"], g["index"]): g["mig"]["profiles"] for n in base_nodes for g in n["gpus"]
-            if g["mode"] == "mig"}
+            if g["mode"] == MIG}
     nodes = []
     for node in inventory.nodes:
         gpus = []
@@ -438,7 +437,7 @@ def _inside_window(inventory: Inventory, name: str, base_nodes: list[dict]) -> I
                 gpu = dataclasses.replace(gpu, mode=window.mode, team=window.team or gpu.team,
                                           replicas=window.replicas, mig_layout=None, windows=(), path=window.path)
             elif (node.name, gpu.index) in base:
-                gpu = dataclasses.replace(gpu, mode="mig", mig_layout=tuple(sorted(base[(node.name, gpu.index)].items())))
+                gpu = dataclasses.replace(gpu, mode=MIG, mig_layout=tuple(sorted(base[(node.name, gpu.index)].items())))
             gpus.append(gpu)
         nodes.append(dataclasses.replace(node, gpus=tuple(gpus)))
     return dataclasses.replace(inventory, nodes=tuple(nodes))

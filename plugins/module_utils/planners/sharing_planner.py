@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG, GpuModel
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import MODES, MPS, TIMESLICE
 
 WHOLE = "nvidia.com/gpu"
 
@@ -52,16 +53,16 @@ class NodeSharing:
 def node_sharing(model_key: str, modes: dict[int, str], replicas: dict[int, int]) -> NodeSharing:
     """Decide the node's sharing from the per-GPU modes (auto already resolved or not)."""
     model = CATALOG[model_key]
-    sliced = tuple(sorted(i for i, m in modes.items() if m == "timeslice"))
-    mps = tuple(sorted(i for i, m in modes.items() if m == "mps"))
+    sliced = tuple(sorted(i for i, m in modes.items() if m == TIMESLICE))
+    mps = tuple(sorted(i for i, m in modes.items() if m == MPS))
     if mps:
-        return NodeSharing("mps", WHOLE, replicas[mps[0]], False, mps)
+        return NodeSharing(MODES[MPS].device_plugin_method, WHOLE, replicas[mps[0]], False, mps)
     if not sliced:
         return NodeSharing(None, None, None, False, ())
     if len(sliced) == len(modes) or not model.mig_capable:
-        return NodeSharing("timeSlicing", WHOLE, replicas[sliced[0]], False, sliced)
+        return NodeSharing(MODES[TIMESLICE].device_plugin_method, WHOLE, replicas[sliced[0]], False, sliced)
     profile = model.profile(full_profile(model))
-    return NodeSharing("timeSlicing", profile.resource_name, replicas[sliced[0]], True, sliced)
+    return NodeSharing(MODES[TIMESLICE].device_plugin_method, profile.resource_name, replicas[sliced[0]], True, sliced)
 
 
 def has_mig(gpus: Iterable[dict]) -> bool:
@@ -94,7 +95,7 @@ def device_plugin_config(sharing: NodeSharing, mig: bool) -> dict:
             "failRequestsGreaterThanOne": True,
             "resources": [{"name": sharing.resource, "replicas": sharing.replicas}],
         }}
-    elif sharing.method == "mps":
+    elif sharing.method == MPS:
         config["sharing"] = {"mps": {
             "renameByDefault": True,
             "resources": [{"name": sharing.resource, "replicas": sharing.replicas}],

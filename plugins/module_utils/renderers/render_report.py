@@ -4,21 +4,33 @@
 
 from __future__ import annotations
 
-MODE_WORDS = {"whole": "whole", "mig": "MIG", "timeslice": "time-sliced", "mps": "MPS"}
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
+    DRA, MIG, MODES, MPS, TIMESLICE, WHOLE)
+
+
+def _mig_line(gpu: dict) -> str:
+    parts = []
+    for s in gpu["mig"]["slices"]:
+        who = s["workload"] or ("spare (%s)" % s["team"] if s["team"] else "spare (cohort)")
+        parts.append("%s@%d %s" % (s["profile"], s["start"], who))
+    return "MIG: " + ", ".join(parts) if parts else "MIG: unpartitioned"
+
+
+def _shared_line(gpu: dict) -> str:
+    how = " as one %s instance" % next(iter(gpu["mig"]["profiles"])) if gpu.get("mig") else ""
+    return "%s x%d%s -> %s" % (MODES[gpu["mode"]].words, gpu["replicas"], how, gpu["resource"])
+
+
+def _whole_line(gpu: dict) -> str:
+    return "whole -> %s" % gpu["resource"]
+
+
+# A Plan GPU's mode -> its line in the split table (every GPU mode of sharing_modes.MODES).
+GPU_LINES = {WHOLE: _whole_line, MIG: _mig_line, TIMESLICE: _shared_line, MPS: _shared_line}
 
 
 def gpu_line(gpu: dict) -> str:
-    mode = gpu["mode"]
-    if mode == "mig":
-        parts = []
-        for s in gpu["mig"]["slices"]:
-            who = s["workload"] or ("spare (%s)" % s["team"] if s["team"] else "spare (cohort)")
-            parts.append("%s@%d %s" % (s["profile"], s["start"], who))
-        return "MIG: " + ", ".join(parts) if parts else "MIG: unpartitioned"
-    if mode in ("timeslice", "mps"):
-        how = " as one %s instance" % next(iter(gpu["mig"]["profiles"])) if gpu.get("mig") else ""
-        return "%s x%d%s -> %s" % (MODE_WORDS[mode], gpu["replicas"], how, gpu["resource"])
-    return "whole -> %s" % gpu["resource"]
+    return GPU_LINES[gpu["mode"]](gpu)
 
 
 def split_table(plan: dict) -> list[str]:
@@ -30,7 +42,7 @@ def split_table(plan: dict) -> list[str]:
     for window in plan["windows"]:
         for g in window["gpus"]:
             lines.append("%-10s %-4d %-13s window %s-%s: %s" % (
-                g["node"], g["index"], g["team"] or "(cohort)", window["from"], window["until"], MODE_WORDS[g["mode"]]))
+                g["node"], g["index"], g["team"] or "(cohort)", window["from"], window["until"], MODES[g["mode"]].words))
     lines.append("")
     lines.append("%-13s %-9s %s" % ("team", "priority", "nominal quota (ClusterQueue = team name)"))
     for team in plan["teams"]:
@@ -66,9 +78,9 @@ def report_markdown(plan: dict) -> str:
             _limit(team["borrow"], team["borrowing_limit"])))
     out += ["", "## Workloads", "", "| workload | team | kind | sharing | replicas | placement |", "|---|---|---|---|---|---|"]
     for w in plan["workloads"]:
-        if w["sharing"] == "mig":
+        if w["sharing"] == MIG:
             where = ", ".join("%s GPU %d %s" % (s["node"], s["gpu"], s["profile"]) for s in w["slices"])
-        elif w["sharing"] == "dra":
+        elif w["sharing"] == DRA:
             where = "ResourceClaimTemplate `%s`" % w["claim_template"]
         else:
             where = "queued in `%s`" % w["queue"]
@@ -77,7 +89,7 @@ def report_markdown(plan: dict) -> str:
     if plan["windows"]:
         out += ["", "## Sharing windows", ""]
         for window in plan["windows"]:
-            gpus = ", ".join("%s GPU %d %s" % (g["node"], g["index"], MODE_WORDS[g["mode"]]) for g in window["gpus"])
+            gpus = ", ".join("%s GPU %d %s" % (g["node"], g["index"], MODES[g["mode"]].words) for g in window["gpus"])
             out.append("- **%s** (%s to %s): %s. Node labels and ClusterQueues switch to the window's "
                        "(manifests/windows/%s.yaml)." % (window["name"], window["from"], window["until"], gpus,
                                                          window["name"]))

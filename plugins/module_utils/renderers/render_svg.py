@@ -7,6 +7,7 @@ from __future__ import annotations
 from html import escape
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import MIG, MPS, TIMESLICE, WHOLE
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948", "#ff9da7", "#9c755f"]
 POOL_COLOUR = "#bab0ac"
@@ -39,6 +40,39 @@ def _rect(x, y, w, h, fill, label, title, pattern=False, sublabel="") -> str:
     return "".join(parts)
 
 
+def _mig_bar(gpu: dict, model, row: float, colours: dict) -> list[str]:
+    """One box per MIG slice at its place on the card's grid."""
+    grid = model.mig_grid
+    bars = []
+    for s in gpu["mig"]["slices"]:
+        x = BAR_X + BAR_W * s["start"] / grid
+        w = BAR_W * s["size"] / grid
+        who = s["workload"] or "spare"
+        bars.append(_rect(x, row, w, ROW_H, colours.get(s["team"], POOL_COLOUR), who,
+                          "%s at %d: %s (%s), %d MiB" % (s["profile"], s["start"], who,
+                                                         s["team"] or "cohort", s["memory_mib"]),
+                          sublabel=s["profile"]))
+    if not gpu["mig"]["slices"]:
+        bars.append(_rect(BAR_X, row, BAR_W, ROW_H, "#ddd", "MIG, unpartitioned", "no MIG instances"))
+    return bars
+
+
+def _shared_bar(gpu: dict, model, row: float, colours: dict) -> list[str]:
+    """A striped bar: the card is shared by its replicas."""
+    label = "%s x%d  %s" % (gpu["mode"], gpu["replicas"], gpu["team"])
+    return [_rect(BAR_X, row, BAR_W, ROW_H, colours.get(gpu["team"], POOL_COLOUR), label,
+                  "%s replicas of %s" % (gpu["replicas"], gpu["resource"]), pattern=True)]
+
+
+def _whole_bar(gpu: dict, model, row: float, colours: dict) -> list[str]:
+    return [_rect(BAR_X, row, BAR_W, ROW_H, colours.get(gpu["team"], POOL_COLOUR),
+                  "whole  %s" % (gpu["team"] or "cohort pool"), "whole GPU -> %s" % gpu["resource"])]
+
+
+# A Plan GPU's mode -> how its bar is drawn (every GPU mode of sharing_modes.MODES).
+GPU_BARS = {WHOLE: _whole_bar, MIG: _mig_bar, TIMESLICE: _shared_bar, MPS: _shared_bar}
+
+
 def render_svg(plan: dict) -> str:
     colours = _colours(plan)
     body = []
@@ -54,26 +88,7 @@ def render_svg(plan: dict) -> str:
         row = y + 28
         for gpu in node["gpus"]:
             body.append('<text x="20" y="%d" font-size="12">GPU %d (%s)</text>' % (row + 21, gpu["index"], gpu["mode"]))
-            colour = colours.get(gpu["team"], POOL_COLOUR)
-            if gpu["mode"] == "mig":
-                grid = model.mig_grid
-                for s in gpu["mig"]["slices"]:
-                    x = BAR_X + BAR_W * s["start"] / grid
-                    w = BAR_W * s["size"] / grid
-                    who = s["workload"] or "spare"
-                    body.append(_rect(x, row, w, ROW_H, colours.get(s["team"], POOL_COLOUR), who,
-                                      "%s at %d: %s (%s), %d MiB" % (s["profile"], s["start"], who,
-                                                                     s["team"] or "cohort", s["memory_mib"]),
-                                      sublabel=s["profile"]))
-                if not gpu["mig"]["slices"]:
-                    body.append(_rect(BAR_X, row, BAR_W, ROW_H, "#ddd", "MIG, unpartitioned", "no MIG instances"))
-            elif gpu["mode"] in ("timeslice", "mps"):
-                label = "%s x%d  %s" % (gpu["mode"], gpu["replicas"], gpu["team"])
-                body.append(_rect(BAR_X, row, BAR_W, ROW_H, colour, label,
-                                  "%s replicas of %s" % (gpu["replicas"], gpu["resource"]), pattern=True))
-            else:
-                body.append(_rect(BAR_X, row, BAR_W, ROW_H, colour, "whole  %s" % (gpu["team"] or "cohort pool"),
-                                  "whole GPU -> %s" % gpu["resource"]))
+            body += GPU_BARS[gpu["mode"]](gpu, model, row, colours)
             row += ROW_H + GAP
         for window in plan["windows"]:
             for g in window["gpus"]:
