@@ -17,3 +17,6 @@ def managed_label(_unused=None, selector: bool = False):
     """The managed-by label as a mapping ({key: value}), or as a selector "key=value" with
     ``selector=True``; the value piped in is ignored (``{{ none | gpushare.cluster.managed_label }}``)."""
     return MANAGED_SELECTOR if selector else dict(MANAGED_LABEL)
+
+# The format of plan.json; a previous plan of another format is not read as the current state.
+PLAN_FORMAT = "gpushare.cluster/plan-v1"

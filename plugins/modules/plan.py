@@ -164,6 +164,14 @@ options:
         description: IANA time zone of the sharing windows.
         type: str
         default: UTC
+      replan:
+        description:
+          - C(stable) keeps every GPU's current MIG partition (from O(previous)) that it can, then
+            moves the fewest services; C(optimal) plans from scratch (fewest GPUs, least memory wasted)
+            and RV(changes) says how many GPUs that re-partitions.
+        type: str
+        choices: [stable, optimal]
+        default: stable
       gpu_prices:
         description: Price per GPU model and hour, for the reports.
         type: dict
@@ -191,6 +199,15 @@ options:
       - Directory to write the plan's files to (RV(files)), created when missing. A file whose
         content is already the same is left alone, so an unchanged plan reports C(changed=false).
       - Without it nothing is written.
+    type: path
+  previous:
+    description:
+      - The C(plan.json) of the last run, read as the GPUs' current state. With
+        C(gpushare_policy.replan=stable) (the default) the MIG planner keeps every current
+        partition it can, so an edit re-partitions (and drains) only the GPUs it must; RV(changes)
+        lists what changes against it. C(replan=optimal) plans from scratch and still compares.
+      - Default C(plan.json) under O(dest). A missing file means the first plan. A file that is not
+        a plan of this format and cluster fails the run, naming the file and the fix.
     type: path
 attributes:
   check_mode:
@@ -275,6 +292,14 @@ written:
   returned: success
   type: list
   elements: str
+changes:
+  description:
+    - What the plan changes against O(previous) before anything is applied. C(previous) (false for a
+      first plan), C(replan), C(repartitioned) (C(<node> GPU <index>) of every GPU whose MIG partition
+      changes, each drained by the MIG Manager), C(gpus) (old and new layout and team of every GPU that
+      changes), C(moved) (service replicas on another slice), C(quotas) and C(labels) (old and new values).
+  returned: success
+  type: dict
 summary:
   description: Short table of the split and the team quotas, one line per item.
   returned: success
@@ -297,7 +322,8 @@ from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 try:
     from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
     from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import CLOCK
-    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import active_window, build_plan, local_clock
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import active_window, local_clock, plan_and_changes
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import PreviousPlanError, change_lines
     from ansible_collections.gpushare.cluster.plugins.module_utils.planners import mig_planner
     from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_manifests, render_report, render_svg
     IMPORT_ERROR = None
@@ -316,6 +342,7 @@ def main():
             window=dict(type='str', default='auto'),
             at=dict(type='str'),
             dest=dict(type='path'),
+            previous=dict(type='path'),
         ),
         supports_check_mode=True,
     )
@@ -327,10 +354,15 @@ def main():
         'gpushare_workloads': module.params['workloads'],
         'gpushare_policy': module.params['policy'],
     }
+    previous = module.params['previous'] or (
+        os.path.join(module.params['dest'], 'plan.json') if module.params['dest'] else None)
     try:
-        plan = build_plan(variables)
+        plan, changes = plan_and_changes(variables, read_previous(module, previous))
     except PlanInvalid as invalid:
         module.fail_json(msg=str(invalid), problems=[p.as_dict() for p in invalid.problems])
+    except PreviousPlanError as err:
+        module.fail_json(msg='%s: %s. The plan reads the last plan as the GPUs\' current state: delete the file to '
+                             'plan from scratch, or set gpushare_policy.replan: optimal to ignore it' % (previous, err))
     except ImportError:
         module.fail_json(msg=missing_required_lib('scipy'), exception=traceback.format_exc())
     window, clock = choose_window(module, plan)
@@ -344,14 +376,27 @@ def main():
     # A MIG layout that a safety time limit stopped is kept, and said so in one line.
     summary += [line for line in [mig_planner.summary_line(plan.get('mig_solve'))] + [
         mig_planner.summary_line(w.get('mig_solve'), ' inside window %s' % w['name']) for w in plan['windows']] if line]
+    summary += change_lines(changes)
     if plan['windows']:
         summary.append('Sharing window %s: %s' % (
             'in force at %s %s' % (clock, plan['cluster']['timezone']) if clock else 'chosen',
             '%s (%s-%s)' % (window['name'], window['from'], window['until']) if window else 'none (the base state)'))
     written = write_files(module, module.params['dest'], files) if module.params['dest'] else []
-    module.exit_json(changed=bool(written), written=written, plan=plan, manifests=render_manifests.render(plan, namespace, window),
+    module.exit_json(changed=bool(written), written=written, plan=plan, changes=changes, manifests=render_manifests.render(plan, namespace, window),
                      files=files, summary=summary,
                      window={k: window[k] for k in ('name', 'from', 'until')} if window else None)
+
+
+def read_previous(module, path):
+    """The text of the previous plan.json at ``path``, or None when there is none yet."""
+    if not path or not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding='utf-8') as handle:
+            return handle.read()
+    except (OSError, UnicodeDecodeError) as err:
+        module.fail_json(msg='%s: cannot read the previous plan (%s). Delete it to plan from scratch, or set '
+                             'gpushare_policy.replan: optimal' % (path, err))
 
 
 def write_files(module, dest, files):

@@ -27,6 +27,7 @@ WORKLOAD_KINDS = ("serving", "notebook", "training", "batch")
 DISTRIBUTIONS = ("kubeadm", "microk8s")
 MIG_LEFTOVER = ("carve", "leave")
 CPU_MEMORY_QUOTA = ("ignore", "proportional")
+REPLAN = ("stable", "optimal")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 CLOCK = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
 MIB_PER_GIB = 1024
@@ -110,6 +111,7 @@ class Policy:
     cpu_memory_quota: str
     allow_disruption: bool
     timezone: str
+    replan: str = "stable"        # stable: keep current MIG partitions where possible; optimal: from scratch
     gpu_prices: tuple[tuple[str, float], ...] = ()   # (catalogue key, price of one card), for the advisor
     path: str = "gpushare_policy"
 
@@ -546,7 +548,7 @@ def _read_workload(problems: Problems, path: str, value) -> Workload | None:
 def _read_policy(problems: Problems, value) -> Policy:
     r = _Reader(problems, "gpushare_policy", {} if value is None else value,
                 ("cluster_name", "kubernetes_distribution", "cohort", "mig_leftover", "cpu_memory_quota",
-                 "allow_disruption", "timezone", "gpu_prices"))
+                 "allow_disruption", "timezone", "gpu_prices", "replan"))
     timezone = r.string("timezone", "UTC", what="an IANA time zone name such as Europe/Berlin or UTC")
     if timezone and not _known_timezone(timezone):
         problems.add(r.at("timezone"), "unknown time zone", timezone,
@@ -560,6 +562,7 @@ def _read_policy(problems: Problems, value) -> Policy:
         cpu_memory_quota=r.choice("cpu_memory_quota", CPU_MEMORY_QUOTA, "ignore"),
         allow_disruption=r.boolean("allow_disruption", False),
         timezone=timezone or "UTC",
+        replan=r.choice("replan", REPLAN, "stable"),
         gpu_prices=_read_prices(problems, r.at("gpu_prices"), r.raw("gpu_prices")),
     )
 

@@ -17,14 +17,15 @@ import dataclasses
 import datetime
 from collections import defaultdict
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.planners import dra_claims, kueue_quotas, mig_planner, sharing_planner
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners import (
+    changes, dra_claims, kueue_quotas, mig_planner, sharing_planner)
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid, Problems
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import (
     Inventory, check_state, clock_minutes, load_inventory, time_zone, window_minutes)
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import AUTO, DRA, MIG, MODES, SHARED_MODES, TIMESLICE, WHOLE
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import PLAN_FORMAT
 
-PLAN_FORMAT = "gpushare.cluster/plan-v1"
 MIG_CONFIG_LABEL = "nvidia.com/mig.config"
 DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
 DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
@@ -33,8 +34,30 @@ DEFAULT_DEVICE_PLUGIN_CONFIG = "default"
 
 def build_plan(variables: dict) -> dict:
     """The whole plan, or PlanInvalid listing every problem (then nothing is rendered)."""
+    return _build(load_inventory(variables), None)
+
+
+def plan_and_changes(variables: dict, previous_text: str | None = None) -> tuple[dict, dict]:
+    """The plan against the previous one (the text of its plan.json; None: the first plan)
+    and what it changes (changes.plan_changes). With ``replan: stable`` (the default) the
+    previous plan is the GPUs' current state and the MIG planner keeps its partitions where
+    it can; it must then be readable (changes.PreviousPlanError). ``replan: optimal`` plans
+    from scratch and only compares."""
     inventory = load_inventory(variables)
-    state = _plan_state(inventory, Problems(), suffix="")
+    stable = inventory.policy.replan == "stable"
+    previous = None
+    if previous_text is not None:
+        try:
+            previous = changes.parse_previous(previous_text, inventory.policy.cluster_name)
+        except changes.PreviousPlanError:
+            if stable:
+                raise
+    plan = _build(inventory, changes.current_partitions(previous) if previous and stable else None)
+    return plan, changes.plan_changes(previous, plan, inventory.policy.replan)
+
+
+def _build(inventory: Inventory, current: dict | None) -> dict:
+    state = _plan_state(inventory, Problems(), suffix="", current=current)
     problems = Problems()
     windows = [_plan_window(inventory, name, state["nodes"], problems) for name in _window_names(inventory)]
     problems.raise_if_any()
@@ -61,15 +84,16 @@ def build_plan(variables: dict) -> dict:
 
 # --------------------------------------------------------------------------- one state
 
-def _plan_state(inventory: Inventory, problems: Problems, suffix: str) -> dict:
+def _plan_state(inventory: Inventory, problems: Problems, suffix: str, current: dict | None = None) -> dict:
     """One full state; ``suffix`` names a window's configs. Workload demand is checked in
     the base state only: inside a window the workloads of the changed GPUs are off.
+    ``current``: (node, index) -> (MIG partition or None, slices) now, to keep (the base state).
     Raises PlanInvalid as soon as a step records a problem: later steps may rely on it."""
     warnings: list[str] = []
     sharing = {n.name: sharing_planner.node_sharing(n.model, {g.index: g.mode for g in n.gpus},
                                                     {g.index: g.replicas for g in n.gpus}) for n in inventory.nodes}
     mig_solve = mig_planner.MigSolve()
-    layouts = _plan_mig(inventory, sharing, problems, mig_solve)
+    layouts = _plan_mig(inventory, sharing, problems, mig_solve, current)
     problems.raise_if_any()
     whole_team = _assign_whole_gpus(inventory, layouts, sharing)
     nodes = [_node_record(n, sharing[n.name], layouts, whole_team, suffix) for n in inventory.nodes]
@@ -95,7 +119,7 @@ def _mig_models(inventory: Inventory) -> tuple[str, ...]:
     return tuple(sorted({n.model for n in inventory.nodes if CATALOG[n.model].mig_capable and not n.dra}))
 
 
-def _plan_mig(inventory: Inventory, sharing, problems: Problems, solve=None) -> dict:
+def _plan_mig(inventory: Inventory, sharing, problems: Problems, solve=None, current: dict | None = None) -> dict:
     candidates = []
     layouts = {}
     for node in inventory.nodes:
@@ -106,6 +130,9 @@ def _plan_mig(inventory: Inventory, sharing, problems: Problems, solve=None) -> 
         full = sharing_planner.full_profile(model)
         forbidden = (full,) if share.via_mig else ()
         for gpu in node.gpus:
+            # How the GPU is cut now (stable re-planning keeps it where it can).
+            now = {} if current is None else dict(zip(("current", "current_slices"),
+                                                       current.get((node.name, gpu.index), (None, ()))))
             if gpu.mode == TIMESLICE and share.via_mig:
                 # One full-size instance, time-sliced (see sharing_planner).
                 layouts[(node.name, gpu.index)] = _single_instance(node, gpu, full)
@@ -117,10 +144,10 @@ def _plan_mig(inventory: Inventory, sharing, problems: Problems, solve=None) -> 
                                  "The device plugin time-slices a resource name, so this GPU's %s would be "
                                  "time-sliced too: use smaller profiles, or time-slice on another server" % full)
                 candidates.append(mig_planner.MigCandidate(node.name, gpu.index, node.model, True, gpu.team,
-                                                           gpu.mig_layout, forbidden))
+                                                           gpu.mig_layout, forbidden, **now))
             elif gpu.mode == AUTO:
                 candidates.append(mig_planner.MigCandidate(node.name, gpu.index, node.model, False, gpu.team,
-                                                           None, forbidden))
+                                                           None, forbidden, **now))
     demands = []
     mig_models = _mig_models(inventory)
     for w in inventory.workloads:
@@ -143,7 +170,7 @@ def _plan_mig(inventory: Inventory, sharing, problems: Problems, solve=None) -> 
                     for r in range(w.replicas)]
     try:
         layouts.update(mig_planner.plan_mig(demands, candidates, inventory.policy.mig_leftover == "carve",
-                                            solve=solve))
+                                            solve=solve, current_known=current is not None))
     except mig_planner.MigShortfall as shortfall:
         problems.add("gpushare_workloads", str(shortfall), allowed="MIG services that fit the MIG and auto GPUs",
                      hint="Add GPUs with mode mig or auto, lower memory_gib, or allow more GPU models (gpu_model)")
