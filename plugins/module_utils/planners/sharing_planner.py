@@ -39,7 +39,7 @@ def full_profile(model: GpuModel) -> str | None:
 @dataclass(frozen=True)
 class NodeSharing:
     """How the device plugin shares GPUs on one node."""
-    method: str | None              # None, "timeSlicing" or "mps"
+    method: str | None              # None or a device_plugin_method of sharing_modes.MODES
     resource: str | None            # the resource that is shared
     replicas: int | None
     via_mig: bool                   # time-sliced cards are one full-size MIG instance
@@ -89,17 +89,12 @@ def device_plugin_config(sharing: NodeSharing, mig: bool) -> dict:
     """The device plugin config document for one node (ConfigMap value, version v1);
     ``mig``: whether the node has MIG slices."""
     config: dict = {"version": "v1", "flags": {"migStrategy": mig_strategy(mig)}}
-    if sharing.method == "timeSlicing":
-        config["sharing"] = {"timeSlicing": {
-            "renameByDefault": True,
-            "failRequestsGreaterThanOne": True,
-            "resources": [{"name": sharing.resource, "replicas": sharing.replicas}],
-        }}
-    elif sharing.method == MPS:
-        config["sharing"] = {"mps": {
-            "renameByDefault": True,
-            "resources": [{"name": sharing.resource, "replicas": sharing.replicas}],
-        }}
+    if sharing.method:
+        method = {"renameByDefault": True}
+        if sharing.method == MODES[TIMESLICE].device_plugin_method:
+            method["failRequestsGreaterThanOne"] = True   # MPS has no such flag
+        method["resources"] = [{"name": sharing.resource, "replicas": sharing.replicas}]
+        config["sharing"] = {sharing.method: method}
     return config
 
 
