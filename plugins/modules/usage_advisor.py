@@ -162,8 +162,9 @@ RETURN = r'''
 advice:
   description:
     - The whole advice (format C(gpushare.cluster/advice-v1)) - window read, per service the
-      evidence, kind, choice and status (C(ok), C(not_enough_data), C(unstable), C(no_data),
-      C(unknown_namespace)), per team quotas and idle hours, sharing windows, GPUs to buy, notes.
+      evidence, kind, choice, the rule that decided it (C(rule), see docs/advisor.md) and status
+      (C(ok), C(not_enough_data), C(unstable), C(no_data), C(unknown_namespace)), per team quotas
+      and idle hours, sharing windows, GPUs to buy, notes.
   returned: success
   type: dict
 proposal:
