@@ -228,6 +228,9 @@ def _node_record(node, share, layouts, whole_team, suffix: str) -> dict:
             record["replicas"] = gpu.replicas
             record["resource"] = share.shared_resource
             record["realised_as"] = "mig-full-instance" if share.via_mig else "full-gpu"
+            if MODES[record["mode"]].client_limits:
+                record["per_client"] = {"compute_percent": 100 // gpu.replicas,
+                                        "memory_mib": model.memory_mib // gpu.replicas}
         elif record["mode"] == WHOLE:
             record["resource"] = kueue_quotas.DRA_RESOURCE if node.dra else sharing_planner.WHOLE
         gpus.append(record)

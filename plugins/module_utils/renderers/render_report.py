@@ -18,7 +18,9 @@ def _mig_line(gpu: dict) -> str:
 
 def _shared_line(gpu: dict) -> str:
     how = " as one %s instance" % next(iter(gpu["mig"]["profiles"])) if gpu.get("mig") else ""
-    return "%s x%d%s -> %s" % (MODES[gpu["mode"]].words, gpu["replicas"], how, gpu["resource"])
+    each = gpu.get("per_client")
+    limits = " (each pod: %d %% of the compute, %d MiB)" % (each["compute_percent"], each["memory_mib"]) if each else ""
+    return "%s x%d%s -> %s%s" % (MODES[gpu["mode"]].words, gpu["replicas"], how, gpu["resource"], limits)
 
 
 def _whole_line(gpu: dict) -> str:
