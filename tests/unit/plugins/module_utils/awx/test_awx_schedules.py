@@ -93,11 +93,11 @@ def test_daily_rrule_and_its_errors():
 
 
 def test_filters_wrap_the_functions_and_name_bad_input():
-    assert FILTERS["awx_daily_rrule"]("19:00", "UTC", "2026-01-01").startswith("DTSTART;TZID=UTC:20260101T190000 ")
+    assert set(FILTERS) == {"awx_definitions", "awx_problems"}
     assert FILTERS["awx_definitions"](_plan(), SETTINGS) == _definitions()
     assert FILTERS["awx_problems"](_definitions()) == []
-    with pytest.raises(AnsibleFilterError, match="awx_daily_rrule: clock must be a time of day HH:MM, got '25:00'"):
-        FILTERS["awx_daily_rrule"]("25:00", "UTC", "2026-01-01")
+    with pytest.raises(AnsibleFilterError, match="awx_definitions: start_date must be a date YYYY-MM-DD, got '01.01.2026'"):
+        FILTERS["awx_definitions"](_plan(), dict(SETTINGS, schedule_start="01.01.2026"))
     with pytest.raises(AnsibleFilterError, match="awx_definitions: AWX settings missing: schedule_start"):
         FILTERS["awx_definitions"](_plan(), {k: v for k, v in SETTINGS.items() if k != "schedule_start"})
 
