@@ -60,6 +60,13 @@ def inventory_nodes(hosts, hostvars):
     A host without a ``gpushare_node`` maps to None, so the planner reports it with its
     inventory path (``map(attribute=..., default=none)`` raises a template error on
     ansible-core 2.19's host variables instead).
+
+    Args:
+        hosts: inventory host names, a list (e.g. ``groups['gpushare_gpu_nodes']``).
+        hostvars: Ansible's ``hostvars``.
+
+    Returns:
+        Host name to its ``gpushare_node`` (a dict), or None where the host has none, a dict.
     """
     return {host: hostvars[host].get("gpushare_node") for host in hosts}
 
