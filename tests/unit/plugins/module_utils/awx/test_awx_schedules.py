@@ -192,12 +192,15 @@ def test_a_schedule_that_passes_the_wrong_state_is_caught():
                         "the plan has 'none' in force from 07:00"]
 
 
-def test_playbook_literals_match_the_definitions():
-    """playbooks/awx.yml writes the prompts, job type and the schedules' extra-data keys as
-    literals (so ansible-lint's args rule checks every option); they must be the definitions'."""
+def test_role_literals_match_the_definitions():
+    """The awx role (roles/awx/tasks/main.yml, run by playbooks/awx.yml) writes the prompts, job
+    type and the schedules' extra-data keys as literals (so ansible-lint's args rule checks
+    every option); they must be the definitions'."""
     import yaml
-    play = yaml.safe_load((ROOT / "playbooks" / "awx.yml").read_text().replace("!unsafe ", ""))[0]
-    block = next(t for t in play["tasks"] if t.get("block") and "awx.awx.schedule" in str(t["block"]))["block"]
+    play = yaml.safe_load((ROOT / "playbooks" / "awx.yml").read_text())[0]
+    assert [t["ansible.builtin.import_role"]["name"] for t in play["tasks"]] == ["gpushare.cluster.awx"]
+    tasks = yaml.safe_load((ROOT / "roles" / "awx" / "tasks" / "main.yml").read_text().replace("!unsafe ", ""))
+    block = next(t for t in tasks if t.get("block") and "awx.awx.schedule" in str(t["block"]))["block"]
     job_template_tasks = [t["awx.awx.job_template"] for t in block if "awx.awx.job_template" in t]
     assert len(job_template_tasks) == 2
     definitions = _definitions()
