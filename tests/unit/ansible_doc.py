@@ -4,7 +4,6 @@
 for the tests that every filter and module option is documented with more than filler."""
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
