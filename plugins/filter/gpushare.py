@@ -23,18 +23,12 @@ RENDERERS = {
     "kueue_values": render_helm.kueue_values,
     "kueue_manager_config_yaml": render_helm.kueue_manager_config_yaml,
     "kube_prometheus_values": render_helm.kube_prometheus_values,
-    "gpu_pods": render_helm.gpu_pods,
-    "pods_on_changing_gpus": render_helm.pods_on_changing_gpus,
-    "gpu_layout_since": render_helm.gpu_layout_since,
     "config_hash": render_helm.config_hash,
     "dra_mig_layout_hash": render_helm.dra_mig_layout_hash,
     "unmanaged": render_helm.unmanaged,
     "window_flavors": render_helm.window_flavors,
     "prune_candidates": render_helm.prune_candidates,
     "monitoring_objects": render_monitoring.monitoring_objects,
-    "prometheus_rule": render_monitoring.prometheus_rule,
-    "team_dashboard": render_monitoring.team_dashboard,
-    "dashboard_configmap": render_monitoring.dashboard_configmap,
     # The gpu_operator role's node label decisions (node_labels.py).
     "node_changes": node_labels.node_changes,
     "busy_nodes": node_labels.busy_nodes,
@@ -66,6 +60,13 @@ def inventory_nodes(hosts, hostvars):
     A host without a ``gpushare_node`` maps to None, so the planner reports it with its
     inventory path (``map(attribute=..., default=none)`` raises a template error on
     ansible-core 2.19's host variables instead).
+
+    Args:
+        hosts: inventory host names, a list (e.g. ``groups['gpushare_gpu_nodes']``).
+        hostvars: Ansible's ``hostvars``.
+
+    Returns:
+        Host name to its ``gpushare_node`` (a dict), or None where the host has none, a dict.
     """
     return {host: hostvars[host].get("gpushare_node") for host in hosts}
 

@@ -14,6 +14,14 @@ MANAGED_SELECTOR = "%s=%s" % (MANAGED_BY_KEY, MANAGED_BY_VALUE)
 
 
 def managed_label(_unused=None, selector: bool = False):
-    """The managed-by label as a mapping ({key: value}), or as a selector "key=value" with
-    ``selector=True``; the value piped in is ignored (``{{ none | gpushare.cluster.managed_label }}``)."""
+    """The managed-by label as a mapping, or as a label selector.
+
+    Args:
+        _unused: ignored; pipe ``none`` into the filter (``{{ none | gpushare.cluster.managed_label }}``).
+        selector: false for the label as a mapping, true for a label selector string.
+
+    Returns:
+        ``{"app.kubernetes.io/managed-by": "gpushare.cluster"}``, or with ``selector=True`` the
+        string ``app.kubernetes.io/managed-by=gpushare.cluster``.
+    """
     return MANAGED_SELECTOR if selector else dict(MANAGED_LABEL)

@@ -93,7 +93,10 @@ options:
         type: str
         required: true
       kind:
-        description: What it is.
+        description:
+          - What the workload is. Without O(workloads[].sharing) or O(workloads[].isolation) a
+            notebook time-slices a GPU and the other kinds get whole GPUs. Whole GPUs no team owns
+            go to the teams whose serving workloads are short of whole GPUs.
         type: str
         required: true
         choices: [serving, notebook, training, batch]

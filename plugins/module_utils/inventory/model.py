@@ -453,7 +453,14 @@ def _read_layout(problems: Problems, path: str, value, model: str | None):
 
 
 def node_name(host: str) -> str:
-    """The Kubernetes node name of an inventory host: lower case, without the domain."""
+    """The Kubernetes node name of an inventory host: lower case, without the domain.
+
+    Args:
+        host: an inventory host name, e.g. ``GPU01.example.com``.
+
+    Returns:
+        The node name, e.g. ``gpu01``, a string.
+    """
     return host.lower().split(".")[0]
 
 

@@ -82,7 +82,15 @@ def deep_merge(base: dict, override: dict) -> dict:
 
 
 def config_hash(data) -> str:
-    """Stable short hash of a ConfigMap's data (or any JSON value), for restart annotations."""
+    """Stable short hash of a ConfigMap's data (or any JSON value), for restart annotations.
+
+    Args:
+        data: any JSON value, usually a ConfigMap's ``data`` dict or a configuration text; keys
+            are sorted first, so their order does not change the hash.
+
+    Returns:
+        The first 16 hex digits of the SHA-256 of its JSON, a string.
+    """
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -162,9 +170,28 @@ def dcgm_resource_names(plan: dict) -> list[str]:
 
 def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, chart_version: str = "v26.3.3",
                         service_monitor: bool = True, nfd: bool = True) -> dict:
-    """Values for the nvidia/gpu-operator chart: its values.yaml (v26.3.3 / v26.7.0) and the
-    NVIDIA/cloud-native-docs pages gpu-operator-mig.rst, gpu-sharing.rst, getting-started.rst
-    and dra-intro-install.rst."""
+    """Values for the nvidia/gpu-operator chart, from the Plan.
+
+    After the chart's values.yaml (v26.3.3 / v26.7.0) and the NVIDIA/cloud-native-docs pages
+    gpu-operator-mig.rst, gpu-sharing.rst, getting-started.rst and dra-intro-install.rst: the
+    driver unless the host has one, the MIG strategy, MIG Manager and device plugin reading the
+    ConfigMaps the role applies, DCGM exporter and its ServiceMonitor, the toolkit's runtime paths.
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+        distribution_facts: the container runtime paths the Kubernetes roles recorded, a dict
+            with any of ``containerd_config``, ``containerd_socket``, ``runtime_config_source``
+            and ``kubelet_root_dir``; empty values are left out, and on MicroK8s its known paths
+            fill in the rest. Empty or none: the operator's defaults.
+        chart_version: the gpu-operator chart version the values are for, e.g. ``v26.3.3``; a
+            kubelet root other than /var/lib/kubelet is only set (``hostPaths.kubeletRootDir``)
+            from v26.7.0.
+        service_monitor: whether the DCGM exporter gets a ServiceMonitor (its CRD must exist).
+        nfd: whether the chart deploys Node Feature Discovery.
+
+    Returns:
+        The chart values, a dict (the role merges its image settings and overrides over them).
+    """
     values = {
         "driver": {"enabled": operator_manages_driver(plan)},
         "toolkit": {"enabled": True},
@@ -206,8 +233,24 @@ def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, char
 
 
 def dra_driver_values(plan: dict, distribution_facts: dict | None = None, compute_domains: bool = False) -> dict:
-    """Values for the DRA driver chart dra-driver-nvidia-gpu 0.4.x (its values.yaml, v0.4.1, and
-    NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst)."""
+    """Values for the DRA driver chart dra-driver-nvidia-gpu 0.4.x, from the Plan.
+
+    After its values.yaml (v0.4.1) and NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst:
+    the kubelet plugin runs on the Plan's DRA nodes only, with their driver's root (host or GPU
+    Operator).
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict. It must have
+            DRA nodes, all with the same kind of driver (host or GPU Operator); otherwise the
+            filter fails saying which.
+        distribution_facts: the container runtime paths the Kubernetes roles recorded (as for
+            ``gpu_operator_values``); a kubelet root other than /var/lib/kubelet moves the
+            plugin's registrar and plugins directories.
+        compute_domains: whether the driver also serves ComputeDomains (multi-node NVLink).
+
+    Returns:
+        The chart values, a dict.
+    """
     nodes = dra_nodes(plan)
     if not nodes:
         raise ValueError("the Plan has no DRA nodes; the DRA driver is not installed")
@@ -248,8 +291,25 @@ def kueue_manager_config(plan: dict, cluster_queue_metrics: bool = True) -> dict
 
 def kueue_values(plan: dict, image: dict | None = None, enable_prometheus: bool = False,
                  prometheus_namespace: str = "monitoring", cluster_queue_metrics: bool = True) -> dict:
-    """Values for the Kueue chart (charts/kueue at v0.19.2). The chart stamps a checksum of
-    its manager ConfigMap on the pod template, so a changed config rolls the controller."""
+    """Values for the Kueue chart (charts/kueue at v0.19.2), from the Plan.
+
+    The manager configuration is the Plan's (``kueue_manager_config_yaml``). The chart stamps a
+    checksum of its manager ConfigMap on the pod template, so a changed config rolls the
+    controller.
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+        image: overrides of the controller image, a dict with any of ``repository``, ``tag`` and
+            ``pullPolicy``; empty or none keeps registry.k8s.io/kueue/kueue v0.19.2.
+        enable_prometheus: whether the chart creates Kueue's ServiceMonitor (its CRD must exist).
+        prometheus_namespace: namespace of the Prometheus that scrapes Kueue (the chart's metrics
+            RoleBinding).
+        cluster_queue_metrics: whether Kueue exports the ClusterQueue resource metrics
+            (``metrics.enableClusterQueueResources``; the team dashboard needs them).
+
+    Returns:
+        The chart values, a dict.
+    """
     return {
         "fullnameOverride": "kueue",
         "enablePrometheus": enable_prometheus,
@@ -263,10 +323,33 @@ def kueue_values(plan: dict, image: dict | None = None, enable_prometheus: bool 
 def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-grafana-admin",
                            dcgm_dashboard: dict | None = None, ksm_node_labels: list | None = None,
                            retention: str = "30d", retention_size: str = "", storage_size: str = "") -> dict:
-    """Values for kube-prometheus-stack: every ServiceMonitor/PrometheusRule selected (the DCGM
-    exporter's and Kueue's come from other releases), node labels for the MIG alert, Grafana
-    with an existing admin Secret and the DCGM dashboard (grafana.com 12239 by gnetId, or a
-    mirror URL for air-gapped sites)."""
+    """Values for the kube-prometheus-stack chart.
+
+    Every ServiceMonitor/PrometheusRule is selected (the DCGM exporter's and Kueue's come from
+    other releases), kube-state-metrics exports the node labels of the MIG alert and the team
+    label of namespaces, Grafana uses an existing admin Secret and loads the DCGM dashboard
+    (grafana.com 12239 by gnetId, or a mirror URL for air-gapped sites) and the team dashboard
+    ConfigMap (its sidecar).
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict. The values do
+            not depend on it today; it is the input as for the other charts' values.
+        grafana_admin_secret: name of the existing Secret holding Grafana's admin user and password
+            (keys ``admin-user`` and ``admin-password``).
+        dcgm_dashboard: the Grafana chart's dashboard entry for the DCGM exporter dashboard, a dict
+            merged over ``{gnetId: 12239, revision: 2, datasource: Prometheus}``; with ``url`` (a
+            mirror) gnetId and revision are dropped.
+        ksm_node_labels: the node labels kube-state-metrics exports, a list of label keys; empty or
+            none gives those the MIG alert needs (nvidia.com/mig.config, nvidia.com/mig.config.state,
+            gpushare.cluster/gpu-model).
+        retention: how long Prometheus keeps samples, e.g. ``30d``.
+        retention_size: the most disk Prometheus' samples take, e.g. ``50GB``; empty for no limit.
+        storage_size: size of a PersistentVolumeClaim for Prometheus' data, e.g. ``100Gi``; empty
+            keeps the data in an emptyDir (lost when the pod moves).
+
+    Returns:
+        The chart values, a dict.
+    """
     dashboard = {"gnetId": 12239, "revision": 2, "datasource": "Prometheus"}
     dashboard.update(dcgm_dashboard or {})
     if dashboard.get("url"):
@@ -405,9 +488,19 @@ def gpu_layout_since(plan: dict, node: str, current_config: str | None, planned_
 
 
 def dra_mig_layout_hash(plan: dict) -> str:
-    """Hash of the DRA nodes' MIG layouts: static MIG partitions are only seen by the DRA
-    kubelet plugin after it restarts (dra-intro-install.rst, known issues: "Restart the DRA
-    driver pod to discover MIG devices created by the GPU Operator MIG Manager")."""
+    """Hash of the DRA nodes' MIG layouts, to restart the DRA kubelet plugin on a change.
+
+    Static MIG partitions are only seen by the DRA kubelet plugin after it restarts
+    (dra-intro-install.rst, known issues: "Restart the DRA driver pod to discover MIG devices
+    created by the GPU Operator MIG Manager").
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+
+    Returns:
+        The ``config_hash`` of each DRA node's name and MIG configuration name, a string of 16 hex
+        digits.
+    """
     return config_hash({n["name"]: n.get("mig_config") for n in dra_nodes(plan)})
 
 
@@ -416,24 +509,54 @@ def object_key(obj: dict) -> str:
 
 
 def unmanaged(objects: list) -> list[str]:
-    """Keys of the objects lacking app.kubernetes.io/managed-by=gpushare.cluster."""
+    """Keys of the objects lacking app.kubernetes.io/managed-by=gpushare.cluster.
+
+    Args:
+        objects: Kubernetes objects, a list of dicts with ``kind`` and ``metadata`` (the objects
+            of the Plan a role is about to apply).
+
+    Returns:
+        ``Kind/namespace/name`` of each object without that label (namespace empty when
+        cluster-scoped), a list of strings; empty when every object has it.
+    """
     return [object_key(o) for o in objects or []
             if (o["metadata"].get("labels") or {}).get(MANAGED_BY_KEY) != MANAGED_BY_VALUE]
 
 
 def window_flavors(plan: dict) -> list[str]:
-    """ResourceFlavors the base state or some sharing window needs: never pruned, whichever
-    state is applied now (a ClusterQueue of the next state refers to them)."""
+    """ResourceFlavors the base state or some sharing window needs, kept from pruning.
+
+    They are never pruned, whichever state is applied now (a ClusterQueue of the next state
+    refers to them).
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+
+    Returns:
+        The ResourceFlavor names, sorted, a list of strings.
+    """
     states = [plan["kueue"]["objects"]] + [w["kueue"]["objects"] for w in plan.get("windows", [])]
     return sorted({o["metadata"]["name"] for objects in states for o in objects if o["kind"] == "ResourceFlavor"})
 
 
 def prune_candidates(results: list, wanted: list, protected_flavors: list | tuple = ()) -> list[dict]:
     """Labelled objects that the Plan no longer has; ResourceFlavors a window needs are kept.
-    ``results`` are those of a looped read, one kind per loop item (api_version, kind), with
-    the objects under ``resources`` (k8s_info) or as the one fact a looped set_fact set (a
-    kubernetes.core.k8s lookup). List items of built-in kinds carry no kind/apiVersion, so
-    they come from the loop item."""
+
+    List items of built-in kinds carry no kind/apiVersion, so they come from the loop item.
+
+    Args:
+        results: the results of a looped read of the labelled objects, one kind per loop item: each
+            a dict with ``item`` (``api_version``, ``kind``) and the objects found, under
+            ``resources`` (kubernetes.core.k8s_info) or as the one fact a looped set_fact set (a
+            kubernetes.core.k8s lookup).
+        wanted: the objects the Plan has, a list of dicts with ``kind`` and ``metadata``; an object
+            found with the same kind, namespace and name is kept.
+        protected_flavors: names of ResourceFlavors never pruned (``window_flavors``), a list.
+
+    Returns:
+        The objects to delete, each ``{apiVersion, kind, metadata: {name, namespace}}`` (namespace
+        only for namespaced objects), a list of dicts.
+    """
     keep = {object_key(o) for o in wanted or []}
     out = []
     for result in results or []:
@@ -448,4 +571,18 @@ def prune_candidates(results: list, wanted: list, protected_flavors: list | tupl
 
 
 def kueue_manager_config_yaml(plan: dict, cluster_queue_metrics: bool = True) -> str:
+    """The Kueue manager Configuration, as YAML text, from the Plan.
+
+    Kueue v0.19.2's shipped configuration with the Plan's merged over it (the same text
+    ``kueue_values`` puts in the chart values); the kueue role hashes it to restart the
+    controller when it changes.
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+        cluster_queue_metrics: whether Kueue exports the ClusterQueue resource metrics
+            (``metrics.enableClusterQueueResources``; the team dashboard needs them).
+
+    Returns:
+        The Configuration as one YAML document, a string.
+    """
     return yaml.safe_dump(kueue_manager_config(plan, cluster_queue_metrics), sort_keys=False)

@@ -331,4 +331,22 @@ def dashboard_configmap(plan: dict, namespace: str = "monitoring") -> dict:
 
 def monitoring_objects(plan: dict, namespace: str = "monitoring", namespace_label: str = "auto",
                        queue_wait_seconds: int = 3600) -> list[dict]:
+    """The monitoring role's objects: the PrometheusRule and the team dashboard ConfigMap.
+
+    The PrometheusRule holds per-team usage recording rules and the alerts (XID errors, failed
+    MIG changes, long queue waits); the ConfigMap holds the Grafana team dashboard, which
+    Grafana's sidecar loads (label grafana_dashboard=1).
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+        namespace: namespace of the two objects (kube-prometheus-stack's).
+        namespace_label: the label holding the pod namespace on DCGM series: ``namespace`` (the DCGM
+            ServiceMonitor has honorLabels true, the gpu_operator role's setting),
+            ``exported_namespace`` (honorLabels false) or ``auto`` (either, whichever is there).
+        queue_wait_seconds: the queue-wait alerts fire when workloads wait longer than this many
+            seconds for admission.
+
+    Returns:
+        ``[PrometheusRule, ConfigMap]``, a list of two Kubernetes objects (dicts).
+    """
     return [prometheus_rule(plan, namespace, namespace_label, queue_wait_seconds), dashboard_configmap(plan, namespace)]

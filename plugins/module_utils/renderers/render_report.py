@@ -107,8 +107,18 @@ def _limit(allowed: bool, limit) -> str:
 
 
 def team_lines(plan: dict) -> list[str]:
-    """One line per team: namespaces, queues, what it owns, priority, lending and borrowing
-    (site.yml prints them after the GPU stack)."""
+    """One line per team: namespaces, queues, what it owns, priority, lending and borrowing.
+
+    site.yml prints them after the GPU stack.
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+
+    Returns:
+        The lines, in the Plan's team order, a list of strings, e.g. ``training: namespaces
+        training; LocalQueue training -> ClusterQueue training; owns h200-141gb-whole
+        nvidia.com/gpu: 1; priority 100; lends idle quota; may borrow``.
+    """
     lines = []
     for t in plan["teams"]:
         owns = ", ".join("%s: %s" % kv for kv in t["owns"].items()) or "nothing"

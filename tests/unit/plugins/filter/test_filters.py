@@ -21,9 +21,9 @@ gpushare_filter = importlib.import_module("ansible_collections.gpushare.cluster.
 FILTERS = gpushare_filter.FilterModule().filters()
 
 HELM = ("gpu_operator_values", "dra_driver_values", "kueue_values", "kueue_manager_config_yaml",
-        "kube_prometheus_values", "gpu_pods", "config_hash", "dra_mig_layout_hash", "unmanaged",
-        "window_flavors", "prune_candidates", "pods_on_changing_gpus", "gpu_layout_since")
-MONITORING = ("monitoring_objects", "prometheus_rule", "team_dashboard", "dashboard_configmap")
+        "kube_prometheus_values", "config_hash", "dra_mig_layout_hash", "unmanaged",
+        "window_flavors", "prune_candidates")
+MONITORING = ("monitoring_objects",)
 NODE_LABELS = ("node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed", "not_true")
 KUBE_CALLS = ("k8s_auth", "changed_objects")
 
@@ -72,13 +72,7 @@ def test_filters_give_the_renderers_results():
             ("window_flavors", (plan,)),
             ("prune_candidates", ([{"item": {"kind": "Cohort", "api_version": "kueue.x-k8s.io/v1beta2"},
                                     "resources": [{"metadata": {"name": "gone"}}]}], objects, [])),
-            ("gpu_pods", ([], ["gpu-operator"])),
-            ("pods_on_changing_gpus", ([], plan, plan["nodes"][0]["name"], "all-disabled", "x")),
-            ("gpu_layout_since", (plan, plan["nodes"][0]["name"], "all-disabled", "x", None, "T")),
             ("monitoring_objects", (plan, "monitoring", "namespace", 3600)),
-            ("prometheus_rule", (plan,)),
-            ("team_dashboard", (plan,)),
-            ("dashboard_configmap", (plan, "monitoring")),
         ]
         if render_helm.dra_nodes(plan):
             calls.append(("dra_driver_values", (plan, {}, False)))
