@@ -7,14 +7,20 @@ Each filter is a renderer function of ``plugins/module_utils/renderers/render_he
 ``{{ gpushare_plan.plan | gpushare.cluster.gpu_operator_values(runtime_paths) }}``.
 Arguments are passed through a JSON round trip, so a renderer sees plain dicts, lists and
 scalars (as a controller script fed JSON would) and returns JSON-shaped data.
+
+The Kubernetes distribution filters (``distributions``, ``distribution``, ``distribution_fact``,
+``plan_distribution``) read the one table of ``plugins/module_utils/inventory/distributions.py``.
 """
 
 from __future__ import annotations
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm, render_monitoring, render_report
-from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter
+from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter, plain
 
 # filter name -> renderer function
 RENDERERS = {
@@ -43,6 +49,11 @@ RENDERERS = {
     "changed_objects": kube_calls.changed_objects,
     # site.yml's closing summary (render_report.py).
     "team_lines": render_report.team_lines,
+    # The Kubernetes distributions table (inventory/distributions.py): kubernetes.yml includes
+    # an entry's role, host_prep opens its ports, each distribution role publishes its fact.
+    "distributions": distributions.names,
+    "distribution": distributions.describe,
+    "distribution_fact": distributions.distribution_fact,
 }
 
 
@@ -71,11 +82,32 @@ def inventory_nodes(hosts, hostvars):
     return {host: hostvars[host].get("gpushare_node") for host in hosts}
 
 
+def plan_distribution(plan: dict, host_vars, artifacts_dir: str) -> dict:
+    """The fact ``gpushare_distribution`` of the Plan's Kubernetes distribution, seen from a host.
+
+    name, role, kubeconfig, runtime and node_name, as seen from one host (site.yml: the first
+    control plane): the fact the distribution's role recorded on that host in this run; otherwise (no role ran,
+    e.g. ``--tags kueue``) the same fact from the distributions table: the kubeconfig is the
+    role's kubeconfig variable when the inventory sets it, else the role's default file in
+    ``artifacts_dir``. ``host_vars`` is the host's ``hostvars[host]``; only the few variables the
+    table names are read from it (distributions.plan_fact).
+    """
+    plan = plain(plan)
+    try:
+        wanted = distributions.host_variables(plan)
+        picked = plain({name: host_vars[name] for name in wanted if name in host_vars})
+        return plain(distributions.plan_fact(plan, picked, plain(artifacts_dir)))
+    except ValueError as exc:
+        raise AnsibleFilterError("gpushare.cluster.plan_distribution: %s" % exc) from exc
+
+
 class FilterModule:
-    """The renderers of render_helm and render_monitoring as filters, and inventory_nodes."""
+    """The renderers of render_helm and render_monitoring as filters, the distributions table,
+    inventory_nodes and plan_distribution."""
 
     def filters(self):
         """Filter name to filter function."""
         filters = {name: _filter(name, function) for name, function in RENDERERS.items()}
         filters["inventory_nodes"] = inventory_nodes
+        filters["plan_distribution"] = plan_distribution
         return filters

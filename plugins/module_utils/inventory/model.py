@@ -18,13 +18,15 @@ import zoneinfo
 from dataclasses import dataclass
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog, mig_geometry
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import Problems
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
     AUTO, DRA, GPU_MODES, ISOLATION_TO_SHARING, MIG, MODES, MPS, TIMESLICE, WHOLE, WINDOW_MODES, WORKLOAD_SHARING,
     isolation_choices, modes_without_mig, shares_device)
 
 WORKLOAD_KINDS = ("serving", "notebook", "training", "batch")
-DISTRIBUTIONS = ("kubeadm", "microk8s")
+# The Kubernetes distributions (one table: distributions.py), the default first.
+DISTRIBUTIONS = distributions.NAMES
 MIG_LEFTOVER = ("carve", "leave")
 CPU_MEMORY_QUOTA = ("ignore", "proportional")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -561,7 +563,7 @@ def _read_policy(problems: Problems, value) -> Policy:
         timezone = None
     return Policy(
         cluster_name=r.string("cluster_name", "gpushare", DNS_LABEL, "cluster name (a DNS label)"),
-        distribution=r.choice("kubernetes_distribution", DISTRIBUTIONS, "kubeadm"),
+        distribution=r.choice("kubernetes_distribution", DISTRIBUTIONS, distributions.DEFAULT),
         cohort=r.string("cohort", "gpushare", DNS_LABEL, "cohort name (a DNS label)"),
         mig_leftover=r.choice("mig_leftover", MIG_LEFTOVER, "carve"),
         cpu_memory_quota=r.choice("cpu_memory_quota", CPU_MEMORY_QUOTA, "ignore"),

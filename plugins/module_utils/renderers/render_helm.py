@@ -2,9 +2,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Plan to the Helm values of the GPU stack: GPU Operator, DRA driver, Kueue, kube-prometheus-stack.
 
-Pure functions of the Plan (and, for the GPU Operator, of the container runtime paths the
-Kubernetes roles recorded). The roles pass the result to ``kubernetes.core.helm``; nothing
-here talks to a cluster. Facts and their sources: the NVIDIA GPU Operator docs
+Pure functions of the Plan (and, for the GPU Operator and the DRA driver, of the container
+runtime paths of the fact gpushare_distribution). The roles pass the result to
+``kubernetes.core.helm``; nothing here talks to a cluster. Facts and their sources: the NVIDIA GPU Operator docs
 (NVIDIA/cloud-native-docs ``gpu-operator/*.rst``) and chart ``values.yaml``, the DRA Driver for
 NVIDIA GPUs chart and docs (kubernetes-sigs/dra-driver-nvidia-gpu), each cited where used, and
 the Kueue v0.19.2 chart (``charts/kueue``).
@@ -22,6 +22,7 @@ try:
 except ImportError:     # ansible-core depends on PyYAML; this only keeps `import` sanity quiet
     yaml = None
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import sharing_planner
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import MANAGED_BY_KEY, MANAGED_BY_VALUE
 
@@ -31,14 +32,8 @@ DEVICE_PLUGIN_CONFIGMAP = "gpushare-device-plugin-config"
 DEVICE_PLUGIN_DEFAULT_KEY = "default"
 DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
 
-# NVIDIA/cloud-native-docs gpu-operator/getting-started.rst, "MicroK8s"; the microk8s
-# role records the same paths as facts (microk8s_runtime_paths).
-MICROK8S_RUNTIME_PATHS = {
-    "containerd_config": "/var/snap/microk8s/current/args/containerd-template.toml",
-    "containerd_socket": "/var/snap/microk8s/common/run/containerd.sock",
-    "runtime_config_source": "file=/var/snap/microk8s/current/args/containerd.toml",
-    "kubelet_root_dir": "/var/snap/microk8s/common/var/lib/kubelet",
-}
+# The GPU Operator's and the DRA driver's kubelet root (each distribution's is in the
+# distributions table, inventory/distributions.py).
 DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
 # The DRA kubelet plugin's driver root with a host driver / an operator-managed driver
 # (nvidiaDriverRoot in the dra-driver-nvidia-gpu chart values.yaml, v0.4.1).
@@ -147,12 +142,12 @@ def operator_manages_driver(plan: dict) -> bool:
 
 
 def runtime_paths(plan: dict, distribution_facts: dict | None = None) -> dict:
-    """Container runtime paths for the toolkit: the facts the Kubernetes roles recorded,
-    else the distribution's known paths (MicroK8s), else {} (the operator's defaults)."""
+    """Container runtime paths for the toolkit: the runtime paths of the fact
+    gpushare_distribution (``distribution_facts``; empty ones left out) over those the Plan's
+    distribution always needs (``distributions.assumed_runtime``: MicroK8s' paths; none where
+    they are the operator's defaults, kubeadm)."""
     facts = {k: v for k, v in (distribution_facts or {}).items() if v}
-    if plan["cluster"]["kubernetes_distribution"] == "microk8s":
-        return dict(MICROK8S_RUNTIME_PATHS, **facts)
-    return facts
+    return dict(distributions.assumed_runtime(plan["cluster"]["kubernetes_distribution"]), **facts)
 
 
 def dcgm_resource_names(plan: dict) -> list[str]:

@@ -12,6 +12,7 @@ import pytest
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm, render_monitoring  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render  # noqa: E402
@@ -26,6 +27,8 @@ HELM = ("gpu_operator_values", "dra_driver_values", "kueue_values", "kueue_manag
 MONITORING = ("monitoring_objects",)
 NODE_LABELS = ("node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed", "not_true")
 KUBE_CALLS = ("k8s_auth", "changed_objects")
+DISTRIBUTIONS = {"distributions": distributions.names, "distribution": distributions.describe,
+                 "distribution_fact": distributions.distribution_fact}
 
 
 def _json(value):
@@ -33,8 +36,10 @@ def _json(value):
 
 
 def test_filter_names_map_to_the_renderers():
-    assert set(FILTERS) == (set(HELM) | set(MONITORING) | set(NODE_LABELS) | set(KUBE_CALLS)
-                            | {"inventory_nodes", "team_lines", "managed_label"})
+    assert set(FILTERS) == (set(HELM) | set(MONITORING) | set(NODE_LABELS) | set(KUBE_CALLS) | set(DISTRIBUTIONS)
+                            | {"inventory_nodes", "team_lines", "managed_label", "plan_distribution"})
+    for name, function in DISTRIBUTIONS.items():
+        assert FILTERS[name].__wrapped__ is function, name
     for name in KUBE_CALLS:
         assert FILTERS[name].__wrapped__ is getattr(kube_calls, name), name
     for name in NODE_LABELS:
@@ -121,3 +126,30 @@ def test_filter_reports_a_bad_plan():
         render_helm.dra_driver_values(plan)
     with pytest.raises(AnsibleFilterError, match="gpushare.cluster.dra_driver_values"):
         FILTERS["dra_driver_values"](plan)
+
+
+class HostVars(dict):
+    """Stands for hostvars[host]: plan_distribution may only read the variables it needs."""
+
+    def __getitem__(self, name):
+        assert name in distributions.host_variables(PLAN_OF["microk8s"]) + distributions.host_variables(
+            PLAN_OF["kubeadm"]), "read %s" % name
+        return super().__getitem__(name)
+
+
+PLAN_OF = {name: {"cluster": {"kubernetes_distribution": name}} for name in distributions.NAMES}
+
+
+def test_the_distribution_filters():
+    assert FILTERS["distributions"](None) == ["kubeadm", "microk8s"]
+    assert FILTERS["distribution"]("microk8s")["role"] == "microk8s"
+    with pytest.raises(AnsibleFilterError, match="gpushare.cluster.distribution: 'k3s' is not .*allowed: kubeadm, microk8s"):
+        FILTERS["distribution"]("k3s")
+    fact = FILTERS["distribution_fact"]("kubeadm", "/a/gpushare-admin.conf", "gpu01")
+    assert fact["kubeconfig"] == "/a/gpushare-admin.conf" and fact["node_name"] == "gpu01"
+    host_vars = HostVars(kubeadm_cluster_name="lab", other="not read")
+    assert FILTERS["plan_distribution"](PLAN_OF["kubeadm"], host_vars, "/a")["kubeconfig"] == "/a/lab-admin.conf"
+    assert FILTERS["plan_distribution"](PLAN_OF["microk8s"], HostVars(gpushare_distribution=fact), "/a")["runtime"] \
+        == distributions.assumed_runtime("microk8s")
+    with pytest.raises(AnsibleFilterError, match="gpushare.cluster.plan_distribution: 'k3s'"):
+        FILTERS["plan_distribution"]({"cluster": {"kubernetes_distribution": "k3s"}}, {}, "/a")
