@@ -171,8 +171,8 @@ def test_host_prep_gpu_check_replayed(tmp_path, fake_smi, run, inventory, refuse
 def test_host_prep_expect_from_inventory():
     assert _role_expect(_inventory_node("8-gpus")) == {"gpu_model": "h200", "gpu_count": 8, "host_driver": True}
     # host_driver left out of gpushare_node: the role sends false.
-    assert _role_expect(_inventory_node("default-host-driver")) == {"gpu_model": "h200", "gpu_count": 1,
-                                                                     "host_driver": False}
+    expect = _role_expect(_inventory_node("default-host-driver"))
+    assert expect == {"gpu_model": "h200", "gpu_count": 1, "host_driver": False}
 
 
 APT_CHECK_MODE = ("python3-apt must be installed to use check mode. If run normally this module can "
