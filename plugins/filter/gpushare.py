@@ -89,8 +89,16 @@ def plan_distribution(plan: dict, host_vars, artifacts_dir: str) -> dict:
     control plane): the fact the distribution's role recorded on that host in this run; otherwise (no role ran,
     e.g. ``--tags kueue``) the same fact from the distributions table: the kubeconfig is the
     role's kubeconfig variable when the inventory sets it, else the role's default file in
-    ``artifacts_dir``. ``host_vars`` is the host's ``hostvars[host]``; only the few variables the
-    table names are read from it (distributions.plan_fact).
+    ``artifacts_dir``. Only the few variables the table names are read from ``host_vars``
+    (distributions.plan_fact).
+
+    Args:
+        plan: the plan module's ``plan`` (its ``cluster.kubernetes_distribution`` is read).
+        host_vars: the host's ``hostvars[host]``.
+        artifacts_dir: the artifacts directory on the controller, a path.
+
+    Returns:
+        The fact, a dict: name, role, kubeconfig, runtime and node_name (None when computed).
     """
     plan = plain(plan)
     try:

@@ -108,17 +108,29 @@ def entry(name: str) -> Distribution:
 def names(_unused=None) -> list:
     """The names of the Kubernetes distributions, the default first.
 
-    The value piped in is ignored (``{{ none | gpushare.cluster.distributions }}``)."""
+    Args:
+        _unused: ignored; pipe ``none`` into the filter (``{{ none | gpushare.cluster.distributions }}``).
+
+    Returns:
+        The distribution names of the table, a list of strings (``["kubeadm", "microk8s"]``).
+    """
     return list(NAMES)
 
 
 def describe(name: str) -> dict:
     """A Kubernetes distribution's entry of the distributions table.
 
-    The table is plugins/module_utils/inventory/distributions.py; the entry comes as a mapping:
-    name, role, runtime (container runtime paths), runtime_is_operator_default, kubeconfig_var,
-    kubeconfig_file, kubeconfig_file_vars, firewall_ports and control_plane_firewall_ports
-    (host_prep variable names). An unknown name is an error that lists the known ones."""
+    The table is plugins/module_utils/inventory/distributions.py. An unknown name is an error
+    that lists the known ones.
+
+    Args:
+        name: a distribution name, as ``gpushare_policy.kubernetes_distribution`` (e.g. ``kubeadm``).
+
+    Returns:
+        The entry, a dict: name, role, runtime (container runtime paths), runtime_is_operator_default,
+        kubeconfig_var, kubeconfig_file, kubeconfig_file_vars, firewall_ports and
+        control_plane_firewall_ports (host_prep variable names).
+    """
     d = entry(name)
     return {"name": d.name, "role": d.role, "runtime": dict(d.runtime),
             "runtime_is_operator_default": d.runtime_is_operator_default,
@@ -137,9 +149,14 @@ def assumed_runtime(name: str) -> dict:
 def distribution_fact(name: str, kubeconfig: str, node_name: str) -> dict:
     """The fact ``gpushare_distribution`` a distribution role sets on each host.
 
-    name, role, kubeconfig (the admin kubeconfig's path on the controller), runtime (the
-    distributions table's container runtime paths) and node_name (this host's Kubernetes node
-    name)."""
+    Args:
+        name: the distribution's name, a key of the distributions table.
+        kubeconfig: the admin kubeconfig's path on the controller, a string.
+        node_name: this host's Kubernetes node name, a string.
+
+    Returns:
+        A dict: name, role, kubeconfig, runtime (the table's container runtime paths) and node_name.
+    """
     d = entry(name)
     return {"name": d.name, "role": d.role, "kubeconfig": kubeconfig, "runtime": dict(d.runtime),
             "node_name": node_name}
