@@ -15,7 +15,7 @@ recorded keys the Plan dropped. A node patched before that record existed falls 
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_helm import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster.pods import (
     LAYOUT_SINCE_ANNOTATION,
     gpu_layout_since,
     pods_on_changing_gpus,
@@ -68,7 +68,7 @@ def node_changes(live_nodes: list, planned: list) -> dict:
 
 
 def busy_nodes(pods: list, plan: dict, changes: dict, exclude_namespaces: list | tuple = ()) -> dict:
-    """node -> the pods in the way of its MIG change (render_helm.pods_on_changing_gpus), for
+    """node -> the pods in the way of its MIG change (pods.pods_on_changing_gpus), for
     the nodes that have any. ``pods`` is one list of the cluster's Pods (one k8s_info)."""
     on_node: dict = {}
     for pod in pods or []:

@@ -12,8 +12,6 @@ the Kueue v0.19.2 chart (``charts/kueue``).
 
 from __future__ import annotations
 
-import copy
-import datetime
 import hashlib
 import json
 
@@ -23,7 +21,7 @@ except ImportError:     # ansible-core depends on PyYAML; this only keeps `impor
     yaml = None
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import sharing_planner
-from ansible_collections.gpushare.cluster.plugins.module_utils.names import MANAGED_BY_KEY, MANAGED_BY_VALUE
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.kueue_config import kueue_manager_config
 
 # The ConfigMaps render_manifests writes (the gpu_operator role applies them before the chart).
 MIG_CONFIGMAP = "gpushare-mig-config"
@@ -45,40 +43,11 @@ DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
 HOST_DRIVER_ROOT = "/"
 OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 
-# Kueue v0.19.2 config/components/manager/controller_manager_config.yaml (what the release
-# manifests and the chart ship); the Plan's configuration is merged over it.
-KUEUE_BASE_CONFIGURATION = {
-    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-    "kind": "Configuration",
-    "health": {"healthProbeBindAddress": ":8081"},
-    "metrics": {"bindAddress": ":8443"},
-    "webhook": {"port": 9443},
-    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-    "controller": {"groupKindConcurrency": {
-        "Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
-        "Cohort.kueue.x-k8s.io": 1, "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1}},
-    "clientConnection": {"qps": 300, "burst": 500},
-    "integrations": {"frameworks": [
-        "batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice",
-        "jobset.x-k8s.io/jobset", "workload.codeflare.dev/appwrapper", "trainer.kubeflow.org/trainjob",
-        "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"]},
-}
 KUEUE_IMAGE = {"repository": "registry.k8s.io/kueue/kueue", "tag": "v0.19.2", "pullPolicy": "IfNotPresent"}
 
 # Node labels kube-state-metrics must export for the MIG alert (kube_node_labels).
 KSM_NODE_LABELS = ["nvidia.com/mig.config", "nvidia.com/mig.config.state", "gpushare.cluster/gpu-model"]
 GRAFANA_DASHBOARD_DIR = "/var/lib/grafana/dashboards/gpushare"
-
-
-def deep_merge(base: dict, override: dict) -> dict:
-    """Dicts merged recursively; anything else in override (lists included) replaces base."""
-    merged = copy.deepcopy(base)
-    for key, value in (override or {}).items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
 
 
 def config_hash(data) -> str:
@@ -233,19 +202,6 @@ def dra_driver_values(plan: dict, distribution_facts: dict | None = None, comput
     return values
 
 
-def kueue_manager_config(plan: dict, cluster_queue_metrics: bool = True) -> dict:
-    """The whole Kueue Configuration: v0.19.2's shipped config with the Plan's merged over it.
-
-    Lists (integrations.frameworks, deviceClassMappings) come from the Plan whole.
-    ClusterQueue resource metrics (kueue_cluster_queue_resource_usage, _nominal_quota) are
-    off unless metrics.enableClusterQueueResources; the team dashboard needs them.
-    """
-    config = deep_merge(KUEUE_BASE_CONFIGURATION, plan["kueue"]["configuration"])
-    if cluster_queue_metrics:
-        config["metrics"]["enableClusterQueueResources"] = True
-    return config
-
-
 def kueue_values(plan: dict, image: dict | None = None, enable_prometheus: bool = False,
                  prometheus_namespace: str = "monitoring", cluster_queue_metrics: bool = True) -> dict:
     """Values for the Kueue chart (charts/kueue at v0.19.2). The chart stamps a checksum of
@@ -306,146 +262,8 @@ def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-gra
     }
 
 
-# --- Helpers the roles use on what kubernetes.core.k8s_info returns ---------------------
-
-def _asked(pod: dict) -> set[str]:
-    spec = pod.get("spec", {})
-    containers = (spec.get("containers") or []) + (spec.get("initContainers") or [])
-    return {name for c in containers for part in ("limits", "requests")
-            for name in ((c.get("resources") or {}).get(part) or {}) if name.startswith("nvidia.com/")}
-
-
-def _pod_name(pod: dict) -> str:
-    return "%s/%s" % (pod.get("metadata", {}).get("namespace"), pod.get("metadata", {}).get("name"))
-
-
-def _live(pods: list, exclude_namespaces) -> list[dict]:
-    return [p for p in pods or [] if p.get("metadata", {}).get("namespace") not in exclude_namespaces
-            and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")]
-
-
-def gpu_pods(pods: list, exclude_namespaces: list | tuple = ()) -> list[str]:
-    """namespace/name of pods that hold a GPU (an nvidia.com/* request or limit, or a
-    ResourceClaim), not finished, outside exclude_namespaces (the operator's operands)."""
-    return [_pod_name(p) for p in _live(pods, exclude_namespaces) if _asked(p) or p.get("spec", {}).get("resourceClaims")]
-
-
-# A node annotation the gpu_operator role keeps: GPU index -> when the role last changed that
-# GPU's MIG layout. A pod that started before then cannot hold that GPU (see pods_on_changing_gpus).
-LAYOUT_SINCE_ANNOTATION = "gpushare.cluster/gpu-layout-since"
-
-
-def _gpu_resources(gpu: dict) -> set[str]:
-    """The device-plugin resources one planned GPU serves."""
-    if gpu.get("resource"):
-        return {gpu["resource"]}
-    return {"nvidia.com/mig-" + s["profile"] for s in (gpu.get("mig") or {}).get("slices", [])}
-
-
-def _changing_gpus(plan: dict, node: str, current_config: str | None, planned_config: str) -> dict | None:
-    """GPU index -> resources it serves now, for the GPUs that changing ``node``'s
-    nvidia.com/mig.config from ``current_config`` to ``planned_config`` re-partitions
-    (mig-parted leaves the others alone). None when either config is not a state of this
-    plan (first install, another tool's layout): then which GPUs change is unknown."""
-    states = {n["mig_config"]["name"]: n for n in plan["nodes"] + [m for w in plan.get("windows", []) for m in w["nodes"]]
-              if n["name"] == node and n.get("mig_config")}
-    if current_config not in states or planned_config not in states:
-        return None
-
-    def layout(gpu):  # what mig-parted applies: MIG on or off, and the profile counts
-        return None if gpu["mig"] is None else gpu["mig"]["profiles"]
-
-    now = {g["index"]: g for g in states[current_config]["gpus"]}
-    planned = {g["index"]: g for g in states[planned_config]["gpus"]}
-    return {i: sorted(_gpu_resources(now[i])) for i in now if layout(now[i]) != layout(planned[i])}
-
-
-def _parse_time(value: str | None) -> datetime.datetime | None:
-    if not value:
-        return None
-    return datetime.datetime.strptime(value.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z")
-
-
-def pods_on_changing_gpus(pods: list, plan: dict, node: str, current_config: str | None, planned_config: str,
-                          layout_since: str | None = None, exclude_namespaces: list | tuple = ()) -> list[str]:
-    """namespace/name of the pods that may hold a GPU the MIG change re-partitions.
-
-    The device plugin does not say which GPU a pod got, but a pod keeps the device it was
-    given at start, so it can only be on a changing GPU if it asks for a resource that GPU
-    serves now and started after that GPU's layout last changed (``layout_since``, the JSON
-    of LAYOUT_SINCE_ANNOTATION). Without that record, or from a layout that is no state of
-    the plan, every pod asking for such a resource (or for any GPU) counts. Pods with a
-    ResourceClaim always count."""
-    changing = _changing_gpus(plan, node, current_config, planned_config)
-    if changing is None:
-        return gpu_pods(pods, exclude_namespaces)
-    changed_at = {index: _parse_time(stamp) for index, stamp in (json.loads(layout_since) if layout_since else {}).items()}
-
-    def may_hold(pod, index, resources):
-        if not _asked(pod) & set(resources):
-            return False
-        started = _parse_time(pod.get("status", {}).get("startTime") or pod.get("metadata", {}).get("creationTimestamp"))
-        since = changed_at.get(str(index))
-        return started is None or since is None or started >= since
-
-    return [_pod_name(p) for p in _live(pods, exclude_namespaces)
-            if p.get("spec", {}).get("resourceClaims") or any(may_hold(p, i, r) for i, r in changing.items())]
-
-
-def gpu_layout_since(plan: dict, node: str, current_config: str | None, planned_config: str,
-                     layout_since: str | None, now: str) -> str:
-    """The new LAYOUT_SINCE_ANNOTATION value: ``now`` (RFC 3339, UTC) for each GPU the change
-    re-partitions (every GPU when that is unknown), earlier entries kept for the others."""
-    since = json.loads(layout_since) if layout_since else {}
-    changing = _changing_gpus(plan, node, current_config, planned_config)
-    gpus = changing.keys() if changing is not None else [
-        g["index"] for n in plan["nodes"] if n["name"] == node for g in n["gpus"]]
-    since.update({str(i): now for i in gpus})
-    return json.dumps(dict(sorted(since.items(), key=lambda kv: int(kv[0]))), separators=(",", ":"))
-
-
 def dra_mig_layout_hash(plan: dict) -> str:
     """Hash of the DRA nodes' MIG layouts: static MIG partitions are only seen by the DRA
     kubelet plugin after it restarts (dra-intro-install.rst, known issues: "Restart the DRA
     driver pod to discover MIG devices created by the GPU Operator MIG Manager")."""
     return config_hash({n["name"]: n.get("mig_config") for n in dra_nodes(plan)})
-
-
-def object_key(obj: dict) -> str:
-    return "%s/%s/%s" % (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-
-
-def unmanaged(objects: list) -> list[str]:
-    """Keys of the objects lacking app.kubernetes.io/managed-by=gpushare.cluster."""
-    return [object_key(o) for o in objects or []
-            if (o["metadata"].get("labels") or {}).get(MANAGED_BY_KEY) != MANAGED_BY_VALUE]
-
-
-def window_flavors(plan: dict) -> list[str]:
-    """ResourceFlavors the base state or some sharing window needs: never pruned, whichever
-    state is applied now (a ClusterQueue of the next state refers to them)."""
-    states = [plan["kueue"]["objects"]] + [w["kueue"]["objects"] for w in plan.get("windows", [])]
-    return sorted({o["metadata"]["name"] for objects in states for o in objects if o["kind"] == "ResourceFlavor"})
-
-
-def prune_candidates(results: list, wanted: list, protected_flavors: list | tuple = ()) -> list[dict]:
-    """Labelled objects that the Plan no longer has; ResourceFlavors a window needs are kept.
-    ``results`` are those of a looped read, one kind per loop item (api_version, kind), with
-    the objects under ``resources`` (k8s_info) or as the one fact a looped set_fact set (a
-    kubernetes.core.k8s lookup). List items of built-in kinds carry no kind/apiVersion, so
-    they come from the loop item."""
-    keep = {object_key(o) for o in wanted or []}
-    out = []
-    for result in results or []:
-        listed = result["resources"] if "resources" in result else next(iter((result.get("ansible_facts") or {}).values()), [])
-        for obj in listed or []:
-            obj = dict(obj, kind=result["item"]["kind"], apiVersion=result["item"]["api_version"])
-            if object_key(obj) in keep or (obj["kind"] == "ResourceFlavor" and obj["metadata"]["name"] in protected_flavors):
-                continue
-            out.append({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
-                        "metadata": {k: v for k, v in obj["metadata"].items() if k in ("name", "namespace")}})
-    return out
-
-
-def kueue_manager_config_yaml(plan: dict, cluster_queue_metrics: bool = True) -> str:
-    return yaml.safe_dump(kueue_manager_config(plan, cluster_queue_metrics), sort_keys=False)

@@ -13,7 +13,7 @@ try:
 except ImportError:     # ansible-core depends on PyYAML; this only keeps `import` sanity quiet
     yaml = None
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_helm import kueue_manager_config
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.kueue_config import kueue_manager_config
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import MANAGED_LABEL
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.sharing_planner import cluster_mig_strategy
 
@@ -147,7 +147,7 @@ def manifest_files(plan: dict, gpu_operator_namespace: str = GPU_OPERATOR_NAMESP
         if objects:
             files.append({"path": "%02d-%s.yaml" % (i * 10, stage.replace("_", "-")),
                           "content": _dump_all(objects)})
-    # The whole manager Configuration the kueue role applies (one source: render_helm).
+    # The whole manager Configuration the kueue role applies (one source: kueue_config).
     files.append({"path": "kueue-configuration.yaml", "content": _dump(kueue_manager_config(plan))})
     for window in plan["windows"]:
         objects = node_label_objects(window["nodes"]) + window["kueue"]["objects"]
