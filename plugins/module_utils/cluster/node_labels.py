@@ -15,19 +15,14 @@ recorded keys the Plan dropped. A node patched before that record existed falls 
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.cluster.pods import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster.pods import gpu_layout_since, pods_on_changing_gpus
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import (
     LAYOUT_SINCE_ANNOTATION,
-    gpu_layout_since,
-    pods_on_changing_gpus,
+    MANAGED_LABELS_ANNOTATION,
+    MIG_CONFIG_LABEL,
+    MIG_CONFIG_STATE_LABEL,
+    PLAN_LABEL_KEYS,
 )
-
-MANAGED_LABELS_ANNOTATION = "gpushare.cluster/managed-labels"
-MIG_CONFIG = "nvidia.com/mig.config"
-MIG_CONFIG_STATE = "nvidia.com/mig.config.state"
-# Every node label key plan.py can set (plan.py's node labels and DRA_NODE_LABEL).
-PLAN_LABEL_KEYS = ("gpushare.cluster/gpu-model", "nvidia.com/device-plugin.config", MIG_CONFIG,
-                   "nvidia.com/gpu.deploy.driver", "nvidia.com/gpu.deploy.device-plugin",
-                   "nvidia.com/dra-kubelet-plugin")
 
 
 def _by_name(live_nodes: list) -> dict:
@@ -59,8 +54,8 @@ def node_changes(live_nodes: list, planned: list) -> dict:
         if node is None:
             missing.append(name)
             continue
-        want = obj["metadata"]["labels"].get(MIG_CONFIG)
-        have = _labels(node).get(MIG_CONFIG)
+        want = obj["metadata"]["labels"].get(MIG_CONFIG_LABEL)
+        have = _labels(node).get(MIG_CONFIG_LABEL)
         if want is not None and want != have:
             mig_changes[name] = [have, want]
         since[name] = _annotations(node).get(LAYOUT_SINCE_ANNOTATION, "")
@@ -106,7 +101,7 @@ def node_label_patches(live_nodes: list, planned: list, plan: dict, changes: dic
             annotations[MANAGED_LABELS_ANNOTATION] = record
         if name in changes["mig_changes"]:
             have_config, want_config = changes["mig_changes"][name]
-            labels[MIG_CONFIG_STATE] = "pending"
+            labels[MIG_CONFIG_STATE_LABEL] = "pending"
             annotations[LAYOUT_SINCE_ANNOTATION] = gpu_layout_since(
                 plan, name, have_config, want_config, changes["layout_since"].get(name, ""), now)
         if not labels and not annotations:
@@ -122,13 +117,13 @@ def node_label_patches(live_nodes: list, planned: list, plan: dict, changes: dic
 
 def mig_pending(live_nodes: list, names: list) -> list:
     """Of ``names``, the nodes whose MIG Manager has not reported success or failed yet."""
-    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE) for n in live_nodes or []}
+    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE_LABEL) for n in live_nodes or []}
     return [n for n in names or [] if state.get(n) not in ("success", "failed")]
 
 
 def mig_failed(live_nodes: list, names: list) -> list:
     """Of ``names``, the nodes whose MIG Manager reported nvidia.com/mig.config.state=failed."""
-    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE) for n in live_nodes or []}
+    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE_LABEL) for n in live_nodes or []}
     return [n for n in names or [] if state.get(n) == "failed"]
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 import datetime
 import json
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import MIG_RESOURCE_PREFIX
+
 
 def _asked(pod: dict) -> set[str]:
     spec = pod.get("spec", {})
@@ -32,16 +34,11 @@ def gpu_pods(pods: list, exclude_namespaces: list | tuple = ()) -> list[str]:
     return [_pod_name(p) for p in _live(pods, exclude_namespaces) if _asked(p) or p.get("spec", {}).get("resourceClaims")]
 
 
-# A node annotation the gpu_operator role keeps: GPU index -> when the role last changed that
-# GPU's MIG layout. A pod that started before then cannot hold that GPU (see pods_on_changing_gpus).
-LAYOUT_SINCE_ANNOTATION = "gpushare.cluster/gpu-layout-since"
-
-
 def _gpu_resources(gpu: dict) -> set[str]:
     """The device-plugin resources one planned GPU serves."""
     if gpu.get("resource"):
         return {gpu["resource"]}
-    return {"nvidia.com/mig-" + s["profile"] for s in (gpu.get("mig") or {}).get("slices", [])}
+    return {MIG_RESOURCE_PREFIX + s["profile"] for s in (gpu.get("mig") or {}).get("slices", [])}
 
 
 def _changing_gpus(plan: dict, node: str, current_config: str | None, planned_config: str) -> dict | None:

@@ -24,9 +24,8 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG, GpuModel
-
-WHOLE = "nvidia.com/gpu"
 
 
 def full_profile(model: GpuModel) -> str | None:
@@ -55,11 +54,11 @@ def node_sharing(model_key: str, modes: dict[int, str], replicas: dict[int, int]
     sliced = tuple(sorted(i for i, m in modes.items() if m == "timeslice"))
     mps = tuple(sorted(i for i, m in modes.items() if m == "mps"))
     if mps:
-        return NodeSharing("mps", WHOLE, replicas[mps[0]], False, mps)
+        return NodeSharing("mps", names.GPU_RESOURCE, replicas[mps[0]], False, mps)
     if not sliced:
         return NodeSharing(None, None, None, False, ())
     if len(sliced) == len(modes) or not model.mig_capable:
-        return NodeSharing("timeSlicing", WHOLE, replicas[sliced[0]], False, sliced)
+        return NodeSharing("timeSlicing", names.GPU_RESOURCE, replicas[sliced[0]], False, sliced)
     profile = model.profile(full_profile(model))
     return NodeSharing("timeSlicing", profile.resource_name, replicas[sliced[0]], True, sliced)
 
@@ -107,7 +106,7 @@ def advertised(whole_gpus: int, mig_profiles: list[str], model_key: str, sharing
     model = CATALOG[model_key]
     counts: Counter = Counter()
     if whole_gpus:
-        counts[WHOLE] += whole_gpus
+        counts[names.GPU_RESOURCE] += whole_gpus
     for name in mig_profiles:
         counts[model.profile(name).resource_name] += 1
     if sharing.method:

@@ -20,14 +20,9 @@ try:
 except ImportError:     # ansible-core depends on PyYAML; this only keeps `import` sanity quiet
     yaml = None
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import sharing_planner
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.kueue_config import kueue_manager_config
-
-# The ConfigMaps render_manifests writes (the gpu_operator role applies them before the chart).
-MIG_CONFIGMAP = "gpushare-mig-config"
-DEVICE_PLUGIN_CONFIGMAP = "gpushare-device-plugin-config"
-DEVICE_PLUGIN_DEFAULT_KEY = "default"
-DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
 
 # NVIDIA/cloud-native-docs gpu-operator/getting-started.rst, "MicroK8s"; the microk8s
 # role records the same paths as facts (microk8s_runtime_paths).
@@ -43,10 +38,6 @@ DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
 HOST_DRIVER_ROOT = "/"
 OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 
-KUEUE_IMAGE = {"repository": "registry.k8s.io/kueue/kueue", "tag": "v0.19.2", "pullPolicy": "IfNotPresent"}
-
-# Node labels kube-state-metrics must export for the MIG alert (kube_node_labels).
-KSM_NODE_LABELS = ["nvidia.com/mig.config", "nvidia.com/mig.config.state", "gpushare.cluster/gpu-model"]
 GRAFANA_DASHBOARD_DIR = "/var/lib/grafana/dashboards/gpushare"
 
 
@@ -129,7 +120,7 @@ def dcgm_resource_names(plan: dict) -> list[str]:
     return sorted(names)
 
 
-def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, chart_version: str = "v26.3.3",
+def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, chart_version: str = names.VERSIONS["gpu-operator"],
                         service_monitor: bool = True, nfd: bool = True) -> dict:
     """Values for the nvidia/gpu-operator chart: its values.yaml (v26.3.3 / v26.7.0) and the
     NVIDIA/cloud-native-docs pages gpu-operator-mig.rst, gpu-sharing.rst, getting-started.rst
@@ -138,11 +129,12 @@ def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, char
         "driver": {"enabled": operator_manages_driver(plan)},
         "toolkit": {"enabled": True},
         "mig": {"strategy": mig_strategy(plan)},
-        # The role applies the ConfigMap (every node's layout, windows included) before the
-        # chart; the node label nvidia.com/mig.config picks the layout per node.
-        "migManager": {"enabled": True, "config": {"name": MIG_CONFIGMAP, "create": False, "default": "all-disabled"}},
-        "devicePlugin": {"enabled": True, "config": {"name": DEVICE_PLUGIN_CONFIGMAP, "create": False,
-                                                     "default": DEVICE_PLUGIN_DEFAULT_KEY}},
+        # The role applies the ConfigMaps (render_manifests: every node's layout, windows
+        # included) before the chart; the node label names.MIG_CONFIG_LABEL picks the layout per node.
+        "migManager": {"enabled": True, "config": {"name": names.MIG_CONFIGMAP, "create": False,
+                                                   "default": names.MIG_DISABLED_CONFIG}},
+        "devicePlugin": {"enabled": True, "config": {"name": names.DEVICE_PLUGIN_CONFIGMAP, "create": False,
+                                                     "default": names.DEVICE_PLUGIN_DEFAULT_CONFIG}},
         "gfd": {"enabled": True},
         "nfd": {"enabled": nfd},
         "dcgmExporter": {"enabled": True, "serviceMonitor": {
@@ -170,7 +162,7 @@ def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, char
     if dra_nodes(plan) and values["driver"]["enabled"]:
         # The driver manager also evicts the DRA kubelet plugin before a driver upgrade
         # (NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst).
-        values["driver"]["manager"] = {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": DRA_NODE_LABEL}]}
+        values["driver"]["manager"] = {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": names.DRA_NODE_LABEL}]}
     return values
 
 
@@ -191,8 +183,8 @@ def dra_driver_values(plan: dict, distribution_facts: dict | None = None, comput
         "gpuResourcesEnabledOverride": True,
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": compute_domains}},
         "kubeletPlugin": {
-            "nodeSelector": {DRA_NODE_LABEL: "true"},
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "nodeSelector": {names.DRA_NODE_LABEL: "true"},
+            "tolerations": [dict(names.GPU_TOLERATION)],
         },
     }
     kubelet_root = runtime_paths(plan, distribution_facts).get("kubelet_root_dir")
@@ -203,20 +195,20 @@ def dra_driver_values(plan: dict, distribution_facts: dict | None = None, comput
 
 
 def kueue_values(plan: dict, image: dict | None = None, enable_prometheus: bool = False,
-                 prometheus_namespace: str = "monitoring", cluster_queue_metrics: bool = True) -> dict:
+                 prometheus_namespace: str = names.MONITORING_NAMESPACE, cluster_queue_metrics: bool = True) -> dict:
     """Values for the Kueue chart (charts/kueue at v0.19.2). The chart stamps a checksum of
     its manager ConfigMap on the pod template, so a changed config rolls the controller."""
     return {
-        "fullnameOverride": "kueue",
+        "fullnameOverride": names.KUEUE_FULLNAME,
         "enablePrometheus": enable_prometheus,
         "metrics": {"prometheusNamespace": prometheus_namespace},
-        "controllerManager": {"manager": {"image": dict(KUEUE_IMAGE, **(image or {}))}},
+        "controllerManager": {"manager": {"image": dict(names.KUEUE_IMAGE, **(image or {}))}},
         "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(
             kueue_manager_config(plan, cluster_queue_metrics), sort_keys=False)},
     }
 
 
-def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-grafana-admin",
+def kube_prometheus_values(plan: dict, grafana_admin_secret: str = names.GRAFANA_ADMIN_SECRET,
                            dcgm_dashboard: dict | None = None, ksm_node_labels: list | None = None,
                            retention: str = "30d", retention_size: str = "", storage_size: str = "") -> dict:
     """Values for kube-prometheus-stack: every ServiceMonitor/PrometheusRule selected (the DCGM
@@ -228,8 +220,7 @@ def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-gra
     if dashboard.get("url"):
         dashboard.pop("gnetId", None)
         dashboard.pop("revision", None)
-    labels = ksm_node_labels or KSM_NODE_LABELS
-    team_label = "gpushare.cluster/team"
+    labels = ksm_node_labels or names.KSM_NODE_LABELS
     # Weeks of history for the usage advisor (the chart keeps 10d); without a volume the
     # history lives in an emptyDir and is lost when the pod moves.
     spec = {
@@ -248,7 +239,7 @@ def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-gra
     return {
         "prometheus": {"prometheusSpec": spec},
         "kube-state-metrics": {"metricLabelsAllowlist": [
-            "nodes=[%s]" % ",".join(labels), "namespaces=[%s]" % team_label]},
+            "nodes=[%s]" % ",".join(labels), "namespaces=[%s]" % names.TEAM_LABEL]},
         "grafana": {
             "admin": {"existingSecret": grafana_admin_secret, "userKey": "admin-user", "passwordKey": "admin-password"},
             "dashboardProviders": {"dashboardproviders.yaml": {"apiVersion": 1, "providers": [{
@@ -256,7 +247,8 @@ def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-gra
                 "editable": False, "options": {"path": GRAFANA_DASHBOARD_DIR}}]}},
             "dashboards": {"gpushare": {"nvidia-dcgm-exporter": dashboard}},
             # Our own dashboard is a ConfigMap the role applies; the sidecar loads it.
-            "sidecar": {"dashboards": {"enabled": True, "label": "grafana_dashboard", "labelValue": "1",
+            "sidecar": {"dashboards": {"enabled": True, "label": names.GRAFANA_DASHBOARD_LABEL,
+                                       "labelValue": names.GRAFANA_DASHBOARD_LABEL_VALUE,
                                        "searchNamespace": "ALL"}},
         },
     }

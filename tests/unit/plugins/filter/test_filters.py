@@ -12,6 +12,7 @@ import pytest
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import names  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels, pods, prune  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import kueue_config, render_helm, render_monitoring  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
@@ -58,7 +59,7 @@ def test_filters_give_the_renderers_results():
         plan = build_plan(load_example(example))
         manifests = render(plan)
         device_plugin = next(o for o in manifests["gpu_operator"]
-                             if o["metadata"]["name"] == render_helm.DEVICE_PLUGIN_CONFIGMAP)
+                             if o["metadata"]["name"] == names.DEVICE_PLUGIN_CONFIGMAP)
         objects = manifests["namespaces"] + manifests["kueue"]
         calls = [
             ("gpu_operator_values", (plan,)),
