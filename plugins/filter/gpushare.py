@@ -45,8 +45,10 @@ RENDERERS = {
     "unmanaged": prune.unmanaged,
     "window_flavors": prune.window_flavors,
     "prune_candidates": prune.prune_candidates,
-    # The managed-by label, defined once (names.py), for the roles' objects and selectors.
+    # Names, the managed-by label and version pins, defined once (names.py), for the roles.
     "managed_label": names.managed_label,
+    "k8s_name": names.k8s_name,
+    "pinned_version": names.pinned_version,
     # Connection settings and batched-apply results of the roles' kubernetes.core calls.
     "k8s_auth": kube_calls.k8s_auth,
     "changed_objects": kube_calls.changed_objects,

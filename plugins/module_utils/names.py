@@ -118,7 +118,7 @@ def managed_label(_unused=None, selector: bool = False):
 
 
 def k8s_name(what: str) -> str:
-    """The name of names.py called ``what`` in lower case, for the roles, e.g.
+    """A name of names.py, by its constant's name in lower case, for the roles:
     ``{{ 'field_manager' | gpushare.cluster.k8s_name }}`` is FIELD_MANAGER."""
     value = globals().get(str(what).upper())
     if not isinstance(value, str) or not str(what).islower():
@@ -128,7 +128,7 @@ def k8s_name(what: str) -> str:
 
 def pinned_version(component: str) -> str:
     """The version pinned for ``component`` (a key of names.VERSIONS: a chart or an image),
-    for role defaults, e.g. ``{{ 'kueue' | gpushare.cluster.pinned_version }}``."""
+    for role defaults: ``{{ 'kueue' | gpushare.cluster.pinned_version }}``."""
     if component not in VERSIONS:
         raise ValueError("no version pinned for %r (pinned: %s)" % (component, ", ".join(sorted(VERSIONS))))
     return VERSIONS[component]

@@ -18,6 +18,7 @@ for extra in (ROOT / ".collections", Path(__file__).resolve().parent):
 
 import yaml  # noqa: E402
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import names  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import prune  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import kueue_config, render_helm, render_monitoring  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
@@ -117,13 +118,15 @@ def test_argument_specs_match_defaults():
             assert options[name].get("default") == value, name
 
 
-def test_chart_versions_pinned():
-    pins = {"gpu_operator": ("gpu_operator_chart_version", "v26.3.3"),
-            "dra_driver": ("dra_driver_chart_version", "0.4.1"),
-            "kueue": ("kueue_chart_version", "0.19.2"),
-            "monitoring": ("monitoring_chart_version", "88.5.3")}
-    for role, (var, version) in pins.items():
-        assert _spec_and_defaults(role)[0][var] == version
+def test_chart_versions_pinned_in_names():
+    """Each role's chart version defaults to its pin in names.VERSIONS, the one place of versions."""
+    pins = {"gpu_operator": ("gpu_operator_chart_version", "gpu-operator"),
+            "dra_driver": ("dra_driver_chart_version", "dra-driver-nvidia-gpu"),
+            "kueue": ("kueue_chart_version", "kueue"),
+            "monitoring": ("monitoring_chart_version", "kube-prometheus-stack")}
+    for role, (var, chart) in pins.items():
+        assert _spec_and_defaults(role)[0][var] == "{{ '%s' | gpushare.cluster.pinned_version }}" % chart
+        assert names.VERSIONS[chart]
 
 
 def test_dra_layout_hash_changes_with_the_layout():

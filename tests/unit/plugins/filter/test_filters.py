@@ -32,6 +32,7 @@ MODULES = {
     prune: ("unmanaged", "window_flavors", "prune_candidates"),
     node_labels: ("node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed", "not_true"),
     kube_calls: ("k8s_auth", "changed_objects"),
+    names: ("managed_label", "k8s_name", "pinned_version"),
 }
 MODULE_OF = {name: module for module, names in MODULES.items() for name in names}
 
@@ -41,7 +42,7 @@ def _json(value):
 
 
 def test_filter_names_map_to_the_renderers():
-    assert set(FILTERS) == set(MODULE_OF) | {"inventory_nodes", "team_lines", "managed_label"}
+    assert set(FILTERS) == set(MODULE_OF) | {"inventory_nodes", "team_lines"}
     for name, module in MODULE_OF.items():
         assert FILTERS[name].__wrapped__ is getattr(module, name), name
     for name, function in FILTERS.items():
@@ -85,6 +86,18 @@ def test_filters_give_the_renderers_results():
             calls.append(("dra_driver_values", (plan, {}, False)))
         for name, args in calls:
             assert FILTERS[name](*args) == _json(getattr(MODULE_OF[name], name)(*args)), (example, name)
+
+
+def test_names_and_pins_for_the_roles():
+    assert FILTERS["k8s_name"]("field_manager") == names.FIELD_MANAGER
+    assert FILTERS["k8s_name"]("gpu_operator_namespace") == names.GPU_OPERATOR_NAMESPACE
+    assert FILTERS["pinned_version"]("kueue") == names.VERSIONS["kueue"]
+    assert names.KUEUE_IMAGE["tag"] == "v" + names.VERSIONS["kueue"]  # the image follows the chart
+    for bad in ("no_such_name", "FIELD_MANAGER", "versions", "managed_label"):
+        with pytest.raises(AnsibleFilterError, match="gpushare.cluster.k8s_name: names.py defines no name"):
+            FILTERS["k8s_name"](bad)
+    with pytest.raises(AnsibleFilterError, match="no version pinned for 'kueu'"):
+        FILTERS["pinned_version"]("kueu")
 
 
 def test_k8s_auth_leaves_out_what_is_not_given():
