@@ -96,6 +96,12 @@ KUEUE_FULLNAME = "kueue"
 KUEUE_CONTROLLER = KUEUE_FULLNAME + "-controller-manager"
 KUEUE_MANAGER_CONFIGMAP = KUEUE_FULLNAME + "-manager-config"
 
+# --- On the controller -----------------------------------------------------------------------
+
+# The artifacts directory under the inventory (Kubespray's layout), unless gpushare_artifacts_dir
+# says otherwise: the gpushare.cluster.artifacts_dir lookup.
+ARTIFACTS_DIR = "artifacts"
+
 # --- Versions --------------------------------------------------------------------------------
 
 # Every chart and image pin; role defaults read them (pinned_version), the renderers import them.
