@@ -120,7 +120,8 @@ def dcgm_resource_names(plan: dict) -> list[str]:
     return sorted(names)
 
 
-def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, chart_version: str = names.VERSIONS["gpu-operator"],
+def gpu_operator_values(plan: dict, distribution_facts: dict | None = None,
+                        chart_version: str = names.VERSIONS["gpu-operator"],
                         service_monitor: bool = True, nfd: bool = True) -> dict:
     """Values for the nvidia/gpu-operator chart: its values.yaml (v26.3.3 / v26.7.0) and the
     NVIDIA/cloud-native-docs pages gpu-operator-mig.rst, gpu-sharing.rst, getting-started.rst
