@@ -88,8 +88,8 @@ def mig_strategy(plan: dict) -> str:
 
 
 def dra_nodes(plan: dict) -> list[dict]:
-    names = set(plan.get("dra", {}).get("nodes", []))
-    return [n for n in plan["nodes"] if n["name"] in names or n.get("dra")]
+    listed = set(plan.get("dra", {}).get("nodes", []))
+    return [n for n in plan["nodes"] if n["name"] in listed or n.get("dra")]
 
 
 def operator_manages_driver(plan: dict) -> bool:
@@ -113,11 +113,11 @@ def dcgm_resource_names(plan: dict) -> list[str]:
     NVIDIA_RESOURCE_NAMES (internal/pkg/transformation/kubernetes.go, 4.5-4.8), so a
     time-sliced nvidia.com/gpu.shared GPU has no namespace unless it is listed; all are listed,
     so attribution does not depend on how the exporter merges the list with its defaults."""
-    names = set()
+    resources = set()
     for nodes in [plan["nodes"]] + [w["nodes"] for w in plan.get("windows", [])]:
         for node in nodes:
-            names.update(node.get("advertised") or {})
-    return sorted(names)
+            resources.update(node.get("advertised") or {})
+    return sorted(resources)
 
 
 def gpu_operator_values(plan: dict, distribution_facts: dict | None = None,
