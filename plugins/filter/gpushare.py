@@ -2,8 +2,10 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the GPU stack roles: the Helm values and objects rendered from the Plan.
 
-Each filter is a renderer function of ``plugins/module_utils/renderers/render_helm.py`` or
-``render_monitoring.py`` (pure Python, computed on the controller, changing nothing), e.g.
+Each filter is a function of ``plugins/module_utils/``: a renderer (``renderers/render_helm.py``,
+``kueue_config.py``, ``render_monitoring.py``) or a helper on what the cluster returned
+(``cluster/node_labels.py``, ``pods.py``, ``prune.py``); pure Python, computed on the
+controller, changing nothing, e.g.
 ``{{ gpushare_plan.plan | gpushare.cluster.gpu_operator_values(runtime_paths) }}``.
 Arguments are passed through a JSON round trip, so a renderer sees plain dicts, lists and
 scalars (as a controller script fed JSON would) and returns JSON-shaped data.
@@ -17,9 +19,9 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
-from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels, prune
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm, render_monitoring, render_report
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import kueue_config, render_helm, render_monitoring, render_report
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter, plain
 
 # filter name -> renderer function
@@ -27,13 +29,10 @@ RENDERERS = {
     "gpu_operator_values": render_helm.gpu_operator_values,
     "dra_driver_values": render_helm.dra_driver_values,
     "kueue_values": render_helm.kueue_values,
-    "kueue_manager_config_yaml": render_helm.kueue_manager_config_yaml,
+    "kueue_manager_config_yaml": kueue_config.kueue_manager_config_yaml,
     "kube_prometheus_values": render_helm.kube_prometheus_values,
     "config_hash": render_helm.config_hash,
     "dra_mig_layout_hash": render_helm.dra_mig_layout_hash,
-    "unmanaged": render_helm.unmanaged,
-    "window_flavors": render_helm.window_flavors,
-    "prune_candidates": render_helm.prune_candidates,
     "monitoring_objects": render_monitoring.monitoring_objects,
     # The gpu_operator role's node label decisions (node_labels.py).
     "node_changes": node_labels.node_changes,
@@ -42,8 +41,14 @@ RENDERERS = {
     "mig_pending": node_labels.mig_pending,
     "mig_failed": node_labels.mig_failed,
     "not_true": node_labels.not_true,
-    # The managed-by label, defined once (names.py), for the roles' objects and selectors.
+    # What pruning deletes (prune.py).
+    "unmanaged": prune.unmanaged,
+    "window_flavors": prune.window_flavors,
+    "prune_candidates": prune.prune_candidates,
+    # Names, the managed-by label and version pins, defined once (names.py), for the roles.
     "managed_label": names.managed_label,
+    "k8s_name": names.k8s_name,
+    "pinned_version": names.pinned_version,
     # Connection settings and batched-apply results of the roles' kubernetes.core calls.
     "k8s_auth": kube_calls.k8s_auth,
     "changed_objects": kube_calls.changed_objects,
@@ -110,8 +115,7 @@ def plan_distribution(plan: dict, host_vars, artifacts_dir: str) -> dict:
 
 
 class FilterModule:
-    """The renderers of render_helm and render_monitoring as filters, the distributions table,
-    inventory_nodes and plan_distribution."""
+    """The functions of RENDERERS as filters, inventory_nodes and plan_distribution."""
 
     def filters(self):
         """Filter name to filter function."""

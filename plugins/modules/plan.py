@@ -296,6 +296,7 @@ import tempfile
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import GPU_OPERATOR_NAMESPACE
 
 try:
     from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
@@ -315,7 +316,7 @@ def main():
             nodes=dict(type='dict', required=True),
             workloads=dict(type='list', elements='dict', default=[]),
             policy=dict(type='dict', default={}),
-            gpu_operator_namespace=dict(type='str', default='gpu-operator'),
+            gpu_operator_namespace=dict(type='str', default=GPU_OPERATOR_NAMESPACE),
             window=dict(type='str', default='auto'),
             at=dict(type='str'),
             dest=dict(type='path'),

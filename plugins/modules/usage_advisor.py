@@ -202,6 +202,7 @@ import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import ARTIFACTS_DIR
 
 try:
     import yaml
@@ -357,7 +358,7 @@ def _skipped(folder, name):
     """Hidden folders, the artifacts directory under the inventory (Kubespray's layout, where
     plan.yml and advise.yml write) and any earlier advice are not part of the inventory."""
     path = os.path.join(folder, name)
-    return name.startswith('.') or name == 'artifacts' or os.path.isfile(os.path.join(path, 'advice.json'))
+    return name.startswith('.') or name == ARTIFACTS_DIR or os.path.isfile(os.path.join(path, 'advice.json'))
 
 
 def _yaml_files(base, sub):

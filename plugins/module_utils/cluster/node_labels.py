@@ -15,19 +15,14 @@ recorded keys the Plan dropped. A node patched before that record existed falls 
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_helm import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster.pods import gpu_layout_since, pods_on_changing_gpus
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import (
     LAYOUT_SINCE_ANNOTATION,
-    gpu_layout_since,
-    pods_on_changing_gpus,
+    MANAGED_LABELS_ANNOTATION,
+    MIG_CONFIG_LABEL,
+    MIG_CONFIG_STATE_LABEL,
+    PLAN_LABEL_KEYS,
 )
-
-MANAGED_LABELS_ANNOTATION = "gpushare.cluster/managed-labels"
-MIG_CONFIG = "nvidia.com/mig.config"
-MIG_CONFIG_STATE = "nvidia.com/mig.config.state"
-# Every node label key plan.py can set (plan.py's node labels and DRA_NODE_LABEL).
-PLAN_LABEL_KEYS = ("gpushare.cluster/gpu-model", "nvidia.com/device-plugin.config", MIG_CONFIG,
-                   "nvidia.com/gpu.deploy.driver", "nvidia.com/gpu.deploy.device-plugin",
-                   "nvidia.com/dra-kubelet-plugin")
 
 
 def _by_name(live_nodes: list) -> dict:
@@ -69,8 +64,8 @@ def node_changes(live_nodes: list, planned: list) -> dict:
         if node is None:
             missing.append(name)
             continue
-        want = obj["metadata"]["labels"].get(MIG_CONFIG)
-        have = _labels(node).get(MIG_CONFIG)
+        want = obj["metadata"]["labels"].get(MIG_CONFIG_LABEL)
+        have = _labels(node).get(MIG_CONFIG_LABEL)
         if want is not None and want != have:
             mig_changes[name] = [have, want]
         since[name] = _annotations(node).get(LAYOUT_SINCE_ANNOTATION, "")
@@ -81,7 +76,7 @@ def busy_nodes(pods: list, plan: dict, changes: dict, exclude_namespaces: list |
     """The nodes whose MIG change has pods in the way, with those pods.
 
     A pod is in the way when it may hold a GPU the change re-partitions
-    (render_helm.pods_on_changing_gpus): it asks for a resource that GPU serves now and started
+    (pods.pods_on_changing_gpus): it asks for a resource that GPU serves now and started
     after the GPU's layout last changed, or that time is not known.
 
     Args:
@@ -145,7 +140,7 @@ def node_label_patches(live_nodes: list, planned: list, plan: dict, changes: dic
             annotations[MANAGED_LABELS_ANNOTATION] = record
         if name in changes["mig_changes"]:
             have_config, want_config = changes["mig_changes"][name]
-            labels[MIG_CONFIG_STATE] = "pending"
+            labels[MIG_CONFIG_STATE_LABEL] = "pending"
             annotations[LAYOUT_SINCE_ANNOTATION] = gpu_layout_since(
                 plan, name, have_config, want_config, changes["layout_since"].get(name, ""), now)
         if not labels and not annotations:
@@ -170,7 +165,7 @@ def mig_pending(live_nodes: list, names: list) -> list:
         The names whose nvidia.com/mig.config.state is neither ``success`` nor ``failed`` (or
         that are not in ``live_nodes``), in the order given, a list.
     """
-    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE) for n in live_nodes or []}
+    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE_LABEL) for n in live_nodes or []}
     return [n for n in names or [] if state.get(n) not in ("success", "failed")]
 
 
@@ -184,7 +179,7 @@ def mig_failed(live_nodes: list, names: list) -> list:
     Returns:
         The names whose nvidia.com/mig.config.state is ``failed``, in the order given, a list.
     """
-    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE) for n in live_nodes or []}
+    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE_LABEL) for n in live_nodes or []}
     return [n for n in names or [] if state.get(n) == "failed"]
 
 

@@ -24,10 +24,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG, GpuModel
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import MODES, MPS, TIMESLICE
-
-WHOLE = "nvidia.com/gpu"
 
 
 def full_profile(model: GpuModel) -> str | None:
@@ -56,11 +55,11 @@ def node_sharing(model_key: str, modes: dict[int, str], replicas: dict[int, int]
     sliced = tuple(sorted(i for i, m in modes.items() if m == TIMESLICE))
     mps = tuple(sorted(i for i, m in modes.items() if m == MPS))
     if mps:
-        return NodeSharing(MODES[MPS].device_plugin_method, WHOLE, replicas[mps[0]], False, mps)
+        return NodeSharing(MODES[MPS].device_plugin_method, names.GPU_RESOURCE, replicas[mps[0]], False, mps)
     if not sliced:
         return NodeSharing(None, None, None, False, ())
     if len(sliced) == len(modes) or not model.mig_capable:
-        return NodeSharing(MODES[TIMESLICE].device_plugin_method, WHOLE, replicas[sliced[0]], False, sliced)
+        return NodeSharing(MODES[TIMESLICE].device_plugin_method, names.GPU_RESOURCE, replicas[sliced[0]], False, sliced)
     profile = model.profile(full_profile(model))
     return NodeSharing(MODES[TIMESLICE].device_plugin_method, profile.resource_name, replicas[sliced[0]], True, sliced)
 
@@ -103,7 +102,7 @@ def advertised(whole_gpus: int, mig_profiles: list[str], model_key: str, sharing
     model = CATALOG[model_key]
     counts: Counter = Counter()
     if whole_gpus:
-        counts[WHOLE] += whole_gpus
+        counts[names.GPU_RESOURCE] += whole_gpus
     for name in mig_profiles:
         counts[model.profile(name).resource_name] += 1
     if sharing.method:

@@ -1,5 +1,6 @@
-"""The gpushare.cluster filter plugin (plugins/filter/gpushare.py): each filter is a
-renderer of render_helm / render_monitoring and gives the renderer's result."""
+"""The gpushare.cluster filter plugin (plugins/filter/gpushare.py): each filter is a function
+of module_utils (render_helm, kueue_config, render_monitoring, pods, prune, node_labels,
+kube_calls) and gives that function's result."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import pytest
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils import names  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels, prune  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm, render_monitoring  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import kueue_config, render_helm, render_monitoring  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render  # noqa: E402
 from inventories import EXAMPLE_NAMES, load_example  # noqa: E402
@@ -21,12 +23,18 @@ from inventories import EXAMPLE_NAMES, load_example  # noqa: E402
 gpushare_filter = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter.gpushare")
 FILTERS = gpushare_filter.FilterModule().filters()
 
-HELM = ("gpu_operator_values", "dra_driver_values", "kueue_values", "kueue_manager_config_yaml",
-        "kube_prometheus_values", "config_hash", "dra_mig_layout_hash", "unmanaged",
-        "window_flavors", "prune_candidates")
-MONITORING = ("monitoring_objects",)
-NODE_LABELS = ("node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed", "not_true")
-KUBE_CALLS = ("k8s_auth", "changed_objects")
+# module -> the filters that run its functions
+MODULES = {
+    render_helm: ("gpu_operator_values", "dra_driver_values", "kueue_values", "kube_prometheus_values",
+                  "config_hash", "dra_mig_layout_hash"),
+    kueue_config: ("kueue_manager_config_yaml",),
+    render_monitoring: ("monitoring_objects",),
+    prune: ("unmanaged", "window_flavors", "prune_candidates"),
+    node_labels: ("node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed", "not_true"),
+    kube_calls: ("k8s_auth", "changed_objects"),
+    names: ("managed_label", "k8s_name", "pinned_version"),
+}
+MODULE_OF = {name: module for module, names in MODULES.items() for name in names}
 DISTRIBUTIONS = {"distributions": distributions.names, "distribution": distributions.describe,
                  "distribution_fact": distributions.distribution_fact}
 
@@ -36,18 +44,11 @@ def _json(value):
 
 
 def test_filter_names_map_to_the_renderers():
-    assert set(FILTERS) == (set(HELM) | set(MONITORING) | set(NODE_LABELS) | set(KUBE_CALLS) | set(DISTRIBUTIONS)
-                            | {"inventory_nodes", "team_lines", "managed_label", "plan_distribution"})
+    assert set(FILTERS) == set(MODULE_OF) | set(DISTRIBUTIONS) | {"inventory_nodes", "team_lines", "plan_distribution"}
+    for name, module in MODULE_OF.items():
+        assert FILTERS[name].__wrapped__ is getattr(module, name), name
     for name, function in DISTRIBUTIONS.items():
         assert FILTERS[name].__wrapped__ is function, name
-    for name in KUBE_CALLS:
-        assert FILTERS[name].__wrapped__ is getattr(kube_calls, name), name
-    for name in NODE_LABELS:
-        assert FILTERS[name].__wrapped__ is getattr(node_labels, name), name
-    for name in HELM:
-        assert FILTERS[name].__wrapped__ is getattr(render_helm, name), name
-    for name in MONITORING:
-        assert FILTERS[name].__wrapped__ is getattr(render_monitoring, name), name
     for name, function in FILTERS.items():
         assert function.__doc__ and (name in function.__doc__ or function.__name__ == name), name
 
@@ -63,7 +64,7 @@ def test_filters_give_the_renderers_results():
         plan = build_plan(load_example(example))
         manifests = render(plan)
         device_plugin = next(o for o in manifests["gpu_operator"]
-                             if o["metadata"]["name"] == render_helm.DEVICE_PLUGIN_CONFIGMAP)
+                             if o["metadata"]["name"] == names.DEVICE_PLUGIN_CONFIGMAP)
         objects = manifests["namespaces"] + manifests["kueue"]
         calls = [
             ("gpu_operator_values", (plan,)),
@@ -82,8 +83,19 @@ def test_filters_give_the_renderers_results():
         if render_helm.dra_nodes(plan):
             calls.append(("dra_driver_values", (plan, {}, False)))
         for name, args in calls:
-            module = render_helm if name in HELM else render_monitoring
-            assert FILTERS[name](*args) == _json(getattr(module, name)(*args)), (example, name)
+            assert FILTERS[name](*args) == _json(getattr(MODULE_OF[name], name)(*args)), (example, name)
+
+
+def test_names_and_pins_for_the_roles():
+    assert FILTERS["k8s_name"]("field_manager") == names.FIELD_MANAGER
+    assert FILTERS["k8s_name"]("gpu_operator_namespace") == names.GPU_OPERATOR_NAMESPACE
+    assert FILTERS["pinned_version"]("kueue") == names.VERSIONS["kueue"]
+    assert names.KUEUE_IMAGE["tag"] == "v" + names.VERSIONS["kueue"]  # the image follows the chart
+    for bad in ("no_such_name", "FIELD_MANAGER", "versions", "managed_label"):
+        with pytest.raises(AnsibleFilterError, match="gpushare.cluster.k8s_name: names.py defines no name"):
+            FILTERS["k8s_name"](bad)
+    with pytest.raises(AnsibleFilterError, match="no version pinned for 'kueu'"):
+        FILTERS["pinned_version"]("kueu")
 
 
 def test_k8s_auth_leaves_out_what_is_not_given():
@@ -109,13 +121,13 @@ def test_prune_candidates_reads_a_looped_lookup_as_a_looped_k8s_info():
     gone = [{"metadata": {"name": "gone"}}, {"metadata": {"name": "kept"}}]
     keep = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "kept"}}]
     expected = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "gone"}}]
-    assert render_helm.prune_candidates([{"item": kind, "resources": gone}], keep) == expected
-    assert render_helm.prune_candidates([{"item": kind, "ansible_facts": {"_kueue_labelled_objects": gone}}], keep) == expected
+    assert prune.prune_candidates([{"item": kind, "resources": gone}], keep) == expected
+    assert prune.prune_candidates([{"item": kind, "ansible_facts": {"_kueue_labelled_objects": gone}}], keep) == expected
 
 
 def test_filters_give_plain_json_data():
     plan = build_plan(load_example("four-gpu-server"))
-    assert FILTERS["kueue_manager_config_yaml"](plan) == render_helm.kueue_manager_config_yaml(plan)
+    assert FILTERS["kueue_manager_config_yaml"](plan) == kueue_config.kueue_manager_config_yaml(plan)
     objects = FILTERS["monitoring_objects"](plan, "monitoring")
     assert objects == json.loads(json.dumps(render_monitoring.monitoring_objects(plan)))
 

@@ -14,8 +14,8 @@ import yaml
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import sharing_planner
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import (
-    DEVICE_PLUGIN_CONFIGMAP, render)
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import DEVICE_PLUGIN_CONFIGMAP
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render
 
 from inventories import EXAMPLE_NAMES, example_day, load_example
 
