@@ -2,11 +2,11 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of playbooks/awx.yml: AWX job templates, surveys and window schedules from the
 Plan (plugins/module_utils/awx/awx_schedules.py), e.g.
-``{{ plan | gpushare.cluster.awx_definitions(settings) }}`` and
-``{{ '19:00' | gpushare.cluster.awx_daily_rrule('Europe/Berlin', '2026-01-01') }}``.
+``{{ plan | gpushare.cluster.awx_definitions(settings) }}``, and the problems AWX would
+refuse them for (``awx_problems``).
 
-``awx_daily_rrule`` stands in for awx.awx's ``schedule_rrule`` lookup, which fails on
-ansible-core 2.19 in awx.awx 24.6.1.
+The schedules' rules come from ``awx_schedules.daily_rrule``, which stands in for awx.awx's
+``schedule_rrule`` lookup (it fails on ansible-core 2.19 in awx.awx 24.6.1).
 """
 
 from __future__ import annotations
@@ -16,10 +16,7 @@ from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter impor
 
 FUNCTIONS = {
     "awx_definitions": awx_schedules.awx_definitions,
-    "awx_daily_rrule": awx_schedules.daily_rrule,
-    "awx_window_boundaries": awx_schedules.window_boundaries,
     "awx_problems": awx_schedules.definition_problems,
-    "awx_launch_extra_vars": awx_schedules.launch_extra_vars,
 }
 
 

@@ -2,39 +2,38 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Filters of the GPU stack roles: the Helm values and objects rendered from the Plan.
 
-Each filter is a renderer function of ``plugins/module_utils/renderers/render_helm.py`` or
-``render_monitoring.py`` (pure Python, computed on the controller, changing nothing), e.g.
+Each filter is a function of ``plugins/module_utils/``: a renderer (``renderers/render_helm.py``,
+``kueue_config.py``, ``render_monitoring.py``) or a helper on what the cluster returned
+(``cluster/node_labels.py``, ``pods.py``, ``prune.py``); pure Python, computed on the
+controller, changing nothing, e.g.
 ``{{ gpushare_plan.plan | gpushare.cluster.gpu_operator_values(runtime_paths) }}``.
 Arguments are passed through a JSON round trip, so a renderer sees plain dicts, lists and
 scalars (as a controller script fed JSON would) and returns JSON-shaped data.
+
+The Kubernetes distribution filters (``distributions``, ``distribution``, ``distribution_fact``,
+``plan_distribution``) read the one table of ``plugins/module_utils/inventory/distributions.py``.
 """
 
 from __future__ import annotations
 
+from ansible.errors import AnsibleFilterError
+
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
-from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm, render_monitoring, render_report
-from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels, prune
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import kueue_config, render_helm, render_monitoring, render_report
+from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter, plain
 
 # filter name -> renderer function
 RENDERERS = {
     "gpu_operator_values": render_helm.gpu_operator_values,
     "dra_driver_values": render_helm.dra_driver_values,
     "kueue_values": render_helm.kueue_values,
-    "kueue_manager_config_yaml": render_helm.kueue_manager_config_yaml,
+    "kueue_manager_config_yaml": kueue_config.kueue_manager_config_yaml,
     "kube_prometheus_values": render_helm.kube_prometheus_values,
-    "gpu_pods": render_helm.gpu_pods,
-    "pods_on_changing_gpus": render_helm.pods_on_changing_gpus,
-    "gpu_layout_since": render_helm.gpu_layout_since,
     "config_hash": render_helm.config_hash,
     "dra_mig_layout_hash": render_helm.dra_mig_layout_hash,
-    "unmanaged": render_helm.unmanaged,
-    "window_flavors": render_helm.window_flavors,
-    "prune_candidates": render_helm.prune_candidates,
     "monitoring_objects": render_monitoring.monitoring_objects,
-    "prometheus_rule": render_monitoring.prometheus_rule,
-    "team_dashboard": render_monitoring.team_dashboard,
-    "dashboard_configmap": render_monitoring.dashboard_configmap,
     # The gpu_operator role's node label decisions (node_labels.py).
     "node_changes": node_labels.node_changes,
     "busy_nodes": node_labels.busy_nodes,
@@ -42,13 +41,24 @@ RENDERERS = {
     "mig_pending": node_labels.mig_pending,
     "mig_failed": node_labels.mig_failed,
     "not_true": node_labels.not_true,
-    # The managed-by label, defined once (names.py), for the roles' objects and selectors.
+    # What pruning deletes (prune.py).
+    "unmanaged": prune.unmanaged,
+    "window_flavors": prune.window_flavors,
+    "prune_candidates": prune.prune_candidates,
+    # Names, the managed-by label and version pins, defined once (names.py), for the roles.
     "managed_label": names.managed_label,
+    "k8s_name": names.k8s_name,
+    "pinned_version": names.pinned_version,
     # Connection settings and batched-apply results of the roles' kubernetes.core calls.
     "k8s_auth": kube_calls.k8s_auth,
     "changed_objects": kube_calls.changed_objects,
     # site.yml's closing summary (render_report.py).
     "team_lines": render_report.team_lines,
+    # The Kubernetes distributions table (inventory/distributions.py): kubernetes.yml includes
+    # an entry's role, host_prep opens its ports, each distribution role publishes its fact.
+    "distributions": distributions.names,
+    "distribution": distributions.describe,
+    "distribution_fact": distributions.distribution_fact,
 }
 
 
@@ -66,15 +76,50 @@ def inventory_nodes(hosts, hostvars):
     A host without a ``gpushare_node`` maps to None, so the planner reports it with its
     inventory path (``map(attribute=..., default=none)`` raises a template error on
     ansible-core 2.19's host variables instead).
+
+    Args:
+        hosts: inventory host names, a list (e.g. ``groups['gpushare_gpu_nodes']``).
+        hostvars: Ansible's ``hostvars``.
+
+    Returns:
+        Host name to its ``gpushare_node`` (a dict), or None where the host has none, a dict.
     """
     return {host: hostvars[host].get("gpushare_node") for host in hosts}
 
 
+def plan_distribution(plan: dict, host_vars, artifacts_dir: str) -> dict:
+    """The fact ``gpushare_distribution`` of the Plan's Kubernetes distribution, seen from a host.
+
+    name, role, kubeconfig, runtime and node_name, as seen from one host (site.yml: the first
+    control plane): the fact the distribution's role recorded on that host in this run; otherwise (no role ran,
+    e.g. ``--tags kueue``) the same fact from the distributions table: the kubeconfig is the
+    role's kubeconfig variable when the inventory sets it, else the role's default file in
+    ``artifacts_dir``. Only the few variables the table names are read from ``host_vars``
+    (distributions.plan_fact).
+
+    Args:
+        plan: the plan module's ``plan`` (its ``cluster.kubernetes_distribution`` is read).
+        host_vars: the host's ``hostvars[host]``.
+        artifacts_dir: the artifacts directory on the controller, a path.
+
+    Returns:
+        The fact, a dict: name, role, kubeconfig, runtime and node_name (None when computed).
+    """
+    plan = plain(plan)
+    try:
+        wanted = distributions.host_variables(plan)
+        picked = plain({name: host_vars[name] for name in wanted if name in host_vars})
+        return plain(distributions.plan_fact(plan, picked, plain(artifacts_dir)))
+    except ValueError as exc:
+        raise AnsibleFilterError("gpushare.cluster.plan_distribution: %s" % exc) from exc
+
+
 class FilterModule:
-    """The renderers of render_helm and render_monitoring as filters, and inventory_nodes."""
+    """The functions of RENDERERS as filters, inventory_nodes and plan_distribution."""
 
     def filters(self):
         """Filter name to filter function."""
         filters = {name: _filter(name, function) for name, function in RENDERERS.items()}
         filters["inventory_nodes"] = inventory_nodes
+        filters["plan_distribution"] = plan_distribution
         return filters

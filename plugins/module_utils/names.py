@@ -1,9 +1,15 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Names shared by the planners, the renderers and (through the ``managed_label`` filter) the
-roles: defined once here."""
+"""Every Kubernetes name, label, annotation, resource name, field manager and default
+namespace the collection writes or reads, and every chart and image version it pins: defined
+once here. The planners and renderers import them; the roles read them through the filters
+``k8s_name``, ``pinned_version`` and ``managed_label`` (role defaults, as Kubespray's
+kubespray_defaults). tests/unit/test_names_defined_once.py fails when one is written again
+elsewhere."""
 
 from __future__ import annotations
+
+# --- Ownership -------------------------------------------------------------------------------
 
 MANAGED_BY_KEY = "app.kubernetes.io/managed-by"
 MANAGED_BY_VALUE = "gpushare.cluster"
@@ -11,12 +17,150 @@ MANAGED_BY_VALUE = "gpushare.cluster"
 MANAGED_LABEL = {MANAGED_BY_KEY: MANAGED_BY_VALUE}
 # The same as a label selector (kubectl -l, k8s_info label_selectors).
 MANAGED_SELECTOR = "%s=%s" % (MANAGED_BY_KEY, MANAGED_BY_VALUE)
+# Server-side apply field manager of every object the roles apply. Live objects record it in
+# managedFields: a new name would leave the old one co-owning (and never removing) fields.
+FIELD_MANAGER = "gpushare"
+
+# --- Default namespaces ------------------------------------------------------------------------
+
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+DRA_DRIVER_NAMESPACE = "nvidia-dra-driver-gpu"
+KUEUE_NAMESPACE = "kueue-system"
+MONITORING_NAMESPACE = "monitoring"
+
+# --- Node labels the Plan sets ---------------------------------------------------------------
+
+# The GPU model, the node selector of the Kueue ResourceFlavors.
+GPU_MODEL_LABEL = "gpushare.cluster/gpu-model"
+# The MIG Manager applies the layout this label names and reports in the state label
+# (pending, success, failed).
+MIG_CONFIG_LABEL = "nvidia.com/mig.config"
+MIG_CONFIG_STATE_LABEL = "nvidia.com/mig.config.state"
+# The device plugin's config (a key of DEVICE_PLUGIN_CONFIGMAP) for this node.
+DEVICE_PLUGIN_CONFIG_LABEL = "nvidia.com/device-plugin.config"
+# GPU Operator operands switched off per node (host driver; DRA instead of the device plugin).
+DEPLOY_DRIVER_LABEL = "nvidia.com/gpu.deploy.driver"
+DEPLOY_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
+# Nodes the DRA kubelet plugin runs on.
+DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
+# Every node label key the Plan can set: a node patched before MANAGED_LABELS_ANNOTATION
+# existed has these removed when the Plan drops them.
+PLAN_LABEL_KEYS = (GPU_MODEL_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL,
+                   DEPLOY_DRIVER_LABEL, DEPLOY_DEVICE_PLUGIN_LABEL, DRA_NODE_LABEL)
+# Kube-state-metrics exports these node labels for the MIG alert (kube_node_labels).
+KSM_NODE_LABELS = (MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, GPU_MODEL_LABEL)
+# The team a namespace belongs to (namespace label, exported by kube-state-metrics too).
+TEAM_LABEL = "gpushare.cluster/team"
+
+# --- Annotations -------------------------------------------------------------------------------
+
+# Node: the label keys the last patch set, so the next one removes those the Plan dropped.
+MANAGED_LABELS_ANNOTATION = "gpushare.cluster/managed-labels"
+# Node: GPU index -> when the gpu_operator role last changed that GPU's MIG layout (JSON).
+LAYOUT_SINCE_ANNOTATION = "gpushare.cluster/gpu-layout-since"
+# Pod templates: a hash of the configuration the workload runs; a new hash restarts it.
+DEVICE_PLUGIN_CONFIG_HASH_ANNOTATION = "gpushare.cluster/device-plugin-config-hash"
+MIG_LAYOUT_HASH_ANNOTATION = "gpushare.cluster/mig-layout-hash"
+KUEUE_CONFIG_HASH_ANNOTATION = "gpushare.cluster/manager-config-hash"
+
+# --- Resources, devices, taints --------------------------------------------------------------
+
+# The device plugin's whole GPU, and the taint key of GPU nodes.
+GPU_RESOURCE = "nvidia.com/gpu"
+# A MIG slice resource is this prefix and the profile (mixed strategy).
+MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+GPU_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
+# A whole GPU through DRA, as Kueue counts it (deviceClassMappings).
+DRA_RESOURCE = "gpushare.cluster/dra-gpu"
+DRA_DEVICE_CLASS = "gpu.nvidia.com"
+
+# --- Objects -----------------------------------------------------------------------------------
+
+# The ConfigMaps of the GPU Operator namespace (applied before the chart, named in its values).
+MIG_CONFIGMAP = "gpushare-mig-config"
+DEVICE_PLUGIN_CONFIGMAP = "gpushare-device-plugin-config"
+# The device-plugin config of GPU nodes the Plan does not know.
+DEVICE_PLUGIN_DEFAULT_CONFIG = "default"
+# The mig-parted layout with MIG off on every GPU (also the operator's default).
+MIG_DISABLED_CONFIG = "all-disabled"
+# The RoleBinding giving a team's members its namespace.
+TEAM_ROLEBINDING = "gpushare-team-members"
+GRAFANA_ADMIN_SECRET = "gpushare-grafana-admin"
+PROMETHEUS_RULE = "gpushare-gpu-sharing"
+DASHBOARD_CONFIGMAP = "gpushare-dashboard-gpu-sharing"
+# The label by which the Grafana sidecar finds dashboard ConfigMaps.
+GRAFANA_DASHBOARD_LABEL = "grafana_dashboard"
+GRAFANA_DASHBOARD_LABEL_VALUE = "1"
+# Kueue's objects: the chart's fullnameOverride and what it (and the release manifests) name.
+KUEUE_FULLNAME = "kueue"
+KUEUE_CONTROLLER = KUEUE_FULLNAME + "-controller-manager"
+KUEUE_MANAGER_CONFIGMAP = KUEUE_FULLNAME + "-manager-config"
+
+# --- On the controller -----------------------------------------------------------------------
+
+# The artifacts directory under the inventory (Kubespray's layout), unless gpushare_artifacts_dir
+# says otherwise: the gpushare.cluster.artifacts_dir lookup.
+ARTIFACTS_DIR = "artifacts"
+
+# --- Versions --------------------------------------------------------------------------------
+
+# Every chart and image pin; role defaults read them (pinned_version), the renderers import them.
+VERSIONS = {
+    "gpu-operator": "v26.3.3",             # nvidia/gpu-operator chart
+    "dra-driver-nvidia-gpu": "0.4.1",      # the DRA driver chart
+    "kueue": "0.19.2",                     # Kueue chart, controller image and release manifests
+    "kube-prometheus-stack": "88.5.3",     # prometheus-community chart
+    "calico": "v3.31.3",                   # kubeadm CNI manifest
+    "pause": "3.10.1",                     # kubeadm's sandbox image (kubeadm 1.34/1.35)
+}
+# The chart's default image is a staging tag: the controller image follows the chart pin.
+KUEUE_IMAGE = {"repository": "registry.k8s.io/kueue/kueue", "tag": "v" + VERSIONS["kueue"], "pullPolicy": "IfNotPresent"}
+# The format of plan.json; a previous plan of another format is not read as the current state.
+PLAN_FORMAT = "gpushare.cluster/plan-v1"
 
 
 def managed_label(_unused=None, selector: bool = False):
-    """The managed-by label as a mapping ({key: value}), or as a selector "key=value" with
-    ``selector=True``; the value piped in is ignored (``{{ none | gpushare.cluster.managed_label }}``)."""
+    """The managed-by label as a mapping, or as a label selector.
+
+    Args:
+        _unused: ignored; pipe ``none`` into the filter (``{{ none | gpushare.cluster.managed_label }}``).
+        selector: false for the label as a mapping, true for a label selector string.
+
+    Returns:
+        ``{"app.kubernetes.io/managed-by": "gpushare.cluster"}``, or with ``selector=True`` the
+        string ``app.kubernetes.io/managed-by=gpushare.cluster``.
+    """
     return MANAGED_SELECTOR if selector else dict(MANAGED_LABEL)
 
-# The format of plan.json; a previous plan of another format is not read as the current state.
-PLAN_FORMAT = "gpushare.cluster/plan-v1"
+
+def k8s_name(what: str) -> str:
+    """A Kubernetes name, label, annotation or namespace of names.py, for the roles.
+
+    ``{{ 'field_manager' | gpushare.cluster.k8s_name }}`` is FIELD_MANAGER.
+
+    Args:
+        what: the constant's name in lower case (``field_manager``, ``mig_configmap``, ...), a string.
+
+    Returns:
+        The name, a string; an unknown one is an error.
+    """
+    value = globals().get(str(what).upper())
+    if not isinstance(value, str) or not str(what).islower():
+        raise ValueError("names.py defines no name %r" % what)
+    return value
+
+
+def pinned_version(component: str) -> str:
+    """The chart or image version pinned for a component, for role defaults.
+
+    ``{{ 'kueue' | gpushare.cluster.pinned_version }}`` is the Kueue chart's version.
+
+    Args:
+        component: a key of names.VERSIONS (``gpu_operator``, ``kueue``, ...), a string.
+
+    Returns:
+        The pinned version, a string; an unknown component is an error.
+    """
+    if component not in VERSIONS:
+        raise ValueError("no version pinned for %r (pinned: %s)" % (component, ", ".join(sorted(VERSIONS))))
+    return VERSIONS[component]

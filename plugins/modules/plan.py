@@ -93,7 +93,10 @@ options:
         type: str
         required: true
       kind:
-        description: What it is.
+        description:
+          - What the workload is. Without O(workloads[].sharing) or O(workloads[].isolation) a
+            notebook time-slices a GPU and the other kinds get whole GPUs. Whole GPUs no team owns
+            go to the teams whose serving workloads are short of whole GPUs.
         type: str
         required: true
         choices: [serving, notebook, training, batch]
@@ -318,6 +321,7 @@ import tempfile
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import GPU_OPERATOR_NAMESPACE
 
 try:
     from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
@@ -338,7 +342,7 @@ def main():
             nodes=dict(type='dict', required=True),
             workloads=dict(type='list', elements='dict', default=[]),
             policy=dict(type='dict', default={}),
-            gpu_operator_namespace=dict(type='str', default='gpu-operator'),
+            gpu_operator_namespace=dict(type='str', default=GPU_OPERATOR_NAMESPACE),
             window=dict(type='str', default='auto'),
             at=dict(type='str'),
             dest=dict(type='path'),

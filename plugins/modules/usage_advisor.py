@@ -162,8 +162,9 @@ RETURN = r'''
 advice:
   description:
     - The whole advice (format C(gpushare.cluster/advice-v1)) - window read, per service the
-      evidence, kind, choice and status (C(ok), C(not_enough_data), C(unstable), C(no_data),
-      C(unknown_namespace)), per team quotas and idle hours, sharing windows, GPUs to buy, notes.
+      evidence, kind, choice, the rule that decided it (C(rule), see docs/advisor.md) and status
+      (C(ok), C(not_enough_data), C(unstable), C(no_data), C(unknown_namespace)), per team quotas
+      and idle hours, sharing windows, GPUs to buy, notes.
   returned: success
   type: dict
 proposal:
@@ -201,6 +202,7 @@ import time
 import traceback
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import ARTIFACTS_DIR
 
 try:
     import yaml
@@ -356,7 +358,7 @@ def _skipped(folder, name):
     """Hidden folders, the artifacts directory under the inventory (Kubespray's layout, where
     plan.yml and advise.yml write) and any earlier advice are not part of the inventory."""
     path = os.path.join(folder, name)
-    return name.startswith('.') or name == 'artifacts' or os.path.isfile(os.path.join(path, 'advice.json'))
+    return name.startswith('.') or name == ARTIFACTS_DIR or os.path.isfile(os.path.join(path, 'advice.json'))
 
 
 def _yaml_files(base, sub):

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # AWX without an AWX server (none can run here; docs/awx.md):
-#   1. ansible-lint on playbooks/awx.yml with the `args` rule fatal (tests/awx/ansible-lint.yml),
-#      and proof that it checks every awx.awx task: a copy with a misspelt option in each
-#      must give one args[module] finding per task;
+#   1. ansible-lint on playbooks/awx.yml and its role roles/awx with the `args` rule fatal
+#      (tests/awx/ansible-lint.yml), and proof that it checks every awx.awx task: a copy of the
+#      role's tasks with a misspelt option in each must give one args[module] finding per task;
 #   2. the job templates, surveys and schedules awx.yml makes from each example inventory's
 #      Plan (and from the example day in Europe/Berlin), checked offline against AWX's rules
 #      and their next runs computed as AWX does, across daylight-saving changes;
@@ -23,14 +23,19 @@ work=$(mktemp -d /tmp/gpushare-awx.XXXXXX)
 trap 'rm -rf "$work"' EXIT
 step() { echo "--- 60-awx: $* ($(date +%T)) ---"; }
 
-step "ansible-lint playbooks/awx.yml, args rule fatal"
-ansible-lint -c tests/awx/ansible-lint.yml playbooks/awx.yml
-tasks=$(grep -cE '^ +awx\.awx\.[a-z_]+:$' playbooks/awx.yml)
-mutant="$work/playbooks/awx.yml"
-mkdir -p "$work/playbooks"
-sed -E 's/^( +)(awx\.awx\.[a-z_]+:)$/\1\2\n\1  gpushare_misspelt_option: 1/' playbooks/awx.yml >"$mutant"
+step "ansible-lint playbooks/awx.yml and roles/awx, args rule fatal"
+# ansible-lint puts the collections of its cache (ANSIBLE_HOME, default ~/.ansible, also where
+# ansible-galaxy installs by default) first on the collection path: a cache of its own keeps a
+# gpushare.cluster installed there from standing in for this checkout's roles/awx.
+lint_home="$work/ansible-home"
+ANSIBLE_HOME=$lint_home ansible-lint -c tests/awx/ansible-lint.yml playbooks/awx.yml roles/awx
+tasks=$(grep -cE '^ +awx\.awx\.[a-z_]+:$' roles/awx/tasks/main.yml)
+mutant="$work/roles/awx/tasks/main.yml"
+mkdir -p "$work/roles/awx/tasks"
+sed -E 's/^( +)(awx\.awx\.[a-z_]+:)$/\1\2\n\1  gpushare_misspelt_option: 1/' roles/awx/tasks/main.yml >"$mutant"
 rc=0
-ansible-lint -c tests/awx/ansible-lint.yml -f pep8 --nocolor "$mutant" >"$work/lint-mutant.log" 2>&1 || rc=$?
+ANSIBLE_HOME=$lint_home ansible-lint -c tests/awx/ansible-lint.yml -f pep8 --nocolor "$mutant" \
+  >"$work/lint-mutant.log" 2>&1 || rc=$?
 found=$(grep -c 'args\[module\].*Unsupported parameters .*gpushare_misspelt_option' "$work/lint-mutant.log" || true)
 if [ "$rc" -eq 0 ] || [ "$found" -ne "$tasks" ]; then
   cat "$work/lint-mutant.log" >&2

@@ -13,20 +13,23 @@ every GPU advertised whole as `nvidia.com/gpu`, with cpu, memory and pods.
 - MIG Manager: when `nvidia.com/mig.config.state` is `pending` it applies the layout the
   `nvidia.com/mig.config` label names and sets the state to `success`;
 - device plugin: it advertises, in `status.capacity` and `status.allocatable`, what the
-  Plan state named by the node's (`nvidia.com/device-plugin.config`, `nvidia.com/mig.config`)
-  labels advertises (a resource the state no longer has is set to 0, as the kubelet does
-  for a resource no plugin advertises), re-advertising whenever those labels change.
+  MIG Manager and device-plugin ConfigMaps the gpu_operator role applied give the node's
+  GPUs under its (`nvidia.com/device-plugin.config`, `nvidia.com/mig.config`) labels, read
+  by `advertised.py` from the upstream formats (a resource no longer there is set to 0, as
+  the kubelet does for a resource no plugin advertises), re-advertising whenever those
+  labels change. It never reads the Plan's `advertised`: the tests compare the two.
 
 It does only that: it does not check that a layout is possible (the planner's tests do),
-does not drain or refuse on busy GPUs (the role decides that before it sets the label), takes
-no time to re-partition, and knows only the states the Plan lists plus the node's initial
-one; an unknown label pair is an error, recorded and raised by `stop()`.
+does not drain or refuse on busy GPUs (the role decides that before it sets the label) and
+takes no time to re-partition. A label naming no config of the ConfigMaps is an error,
+recorded and raised by `stop()`.
 """
 from __future__ import annotations
 
 import threading
 import urllib.parse
 
+import advertised as from_configmaps
 from twinclient import ApiError
 
 PRODUCT_LABEL = "nvidia.com/gpu.product"
@@ -35,6 +38,9 @@ MIG_LABEL = "nvidia.com/mig.config"
 MIG_STATE_LABEL = "nvidia.com/mig.config.state"
 OPERATOR_DEFAULT_MIG_CONFIG = "all-disabled"
 KWOK_ANNOTATION = {"kwok.x-k8s.io/node": "fake"}
+# The ConfigMaps the gpu_operator role applies (its defaults) in the operator's namespace.
+GPU_OPERATOR_NAMESPACE = "gpu-operator"
+CONFIGMAPS = ("gpushare-mig-config", "gpushare-device-plugin-config")
 PODS = "110"
 
 
@@ -89,18 +95,6 @@ def create_nodes(twin, plan: dict) -> list[str]:
     return names
 
 
-def states(plan: dict) -> dict:
-    """(node, device-plugin config, mig config) -> what that state advertises, for the base
-    state, every window and each node's initial state (no device-plugin config, all-disabled)."""
-    out = {}
-    for node_state in plan["nodes"]:
-        out[(node_state["name"], None, OPERATOR_DEFAULT_MIG_CONFIG)] = {"nvidia.com/gpu": node_state["gpu_count"]}
-    for node_state in plan["nodes"] + [n for w in plan.get("windows", []) for n in w["nodes"]]:
-        labels = node_state["labels"]
-        out[(node_state["name"], labels.get(DP_LABEL), labels.get(MIG_LABEL))] = node_state["advertised"]
-    return out
-
-
 class Reconciler:
     """Calls sync() every INTERVAL seconds on a daemon thread from start() to stop(); an
     AssertionError from sync() ends the loop and is raised again by stop()."""
@@ -140,28 +134,48 @@ class Reconciler:
 
 
 class OperatorSim(Reconciler):
-    """The MIG Manager and device plugin stand-in for the Plan's nodes (see the module doc)."""
+    """The MIG Manager and device plugin stand-in for the Plan's nodes (see the module doc);
+    of the Plan it reads only the hardware (node names, GPU count, CPUs, memory)."""
 
     name = "operator stand-in"
 
-    def __init__(self, twin, plan: dict, interval: float = 0.2):
+    def __init__(self, twin, plan: dict, interval: float = 0.2, namespace: str = GPU_OPERATOR_NAMESPACE):
         super().__init__(twin, interval)
-        self.base = {n["name"]: n for n in plan["nodes"]}
-        self.states = states(plan)
+        self.base = {n["name"]: {k: n[k] for k in ("name", "gpu_count", "cpus", "memory_gib")} for n in plan["nodes"]}
+        self.namespace = namespace
         self.current: dict[str, tuple] = {}
         self.advertised: list[tuple] = []  # (node, dp config, mig config), in order
+
+    def _configmaps(self) -> dict:
+        """The role's ConfigMaps' data by name ({} before the role ran)."""
+        found = {}
+        for name in CONFIGMAPS:
+            try:
+                found[name] = self.twin.get(f"/api/v1/namespaces/{self.namespace}/configmaps/{name}").get("data") or {}
+            except ApiError as err:
+                if err.status != 404:
+                    raise
+        return found
+
+    def advertises(self, node: dict, labels: dict) -> dict:
+        """What the node's GPUs advertise under ``labels``: before the role ran (no ConfigMaps,
+        the operator's default labels) every GPU whole; after, what the ConfigMaps give."""
+        configmaps = self._configmaps()
+        if not configmaps and DP_LABEL not in labels and labels.get(MIG_LABEL) == OPERATOR_DEFAULT_MIG_CONFIG:
+            return {"nvidia.com/gpu": node["gpu_count"]}
+        if len(configmaps) != len(CONFIGMAPS):
+            raise AssertionError(f"node {node['name']}: labels {labels} but ConfigMaps {sorted(configmaps)}")
+        return from_configmaps.advertised(configmaps, labels, node["gpu_count"])
 
     def sync(self) -> list[str]:
         """One reconcile pass; returns the nodes re-advertised."""
         changed = []
-        for name, node_state in self.base.items():
+        for name, node in self.base.items():
             labels = self.twin.get(node_path(name))["metadata"]["labels"]
             key = (name, labels.get(DP_LABEL), labels.get(MIG_LABEL))
-            if key not in self.states:
-                raise AssertionError(f"node {name}: labels {key[1:]} name no state of the Plan")
             pending = labels.get(MIG_STATE_LABEL) == "pending"
             if self.current.get(name) != key or pending:
-                advertise(self.twin, node_state, self.states[key])
+                advertise(self.twin, node, self.advertises(node, labels))
                 self.current[name] = key
                 self.advertised.append(key)
                 changed.append(name)

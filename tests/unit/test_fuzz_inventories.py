@@ -3,7 +3,7 @@
 """Fuzzing the planner with mutated example inventories (issue 9 §7, docs/testing.md).
 
 Whatever a person writes in the inventory, build_plan either returns a plan that is valid
-JSON or raises PlanInvalid whose problems each name an inventory path; it never raises
+JSON and feasible (plan_oracle) or raises PlanInvalid whose problems each name an inventory path; it never raises
 anything else and never takes more than 10 s of CPU time. The edits are in mutations.py.
 
 Runs GPUSHARE_FUZZ_EXAMPLES examples (default below) per example inventory, derandomized so
@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
 
+import plan_oracle
 from inventories import EXAMPLE_NAMES, load_example
 from mutations import PATH_PREFIXES, mutate, replaced_paths
 
@@ -56,6 +57,9 @@ def check_plan(variables: dict, replaced: tuple[str, ...] = ()) -> dict | None:
     if plan is not None:
         # allow_nan=False: NaN and Infinity are not JSON, and plan.json is read by other tools.
         json.dumps(plan, allow_nan=False)
+        # ... and can run: layouts on the placement grid, every MIG replica served, quotas equal
+        # to what the nodes advertise (plan_oracle, which shares no code with the planners).
+        assert plan_oracle.problems(plan, variables) == []
         return plan
     assert problems, "PlanInvalid without problems"
     for p in problems:

@@ -7,6 +7,7 @@ managed_label filter (names.MANAGED_LABEL), never written out in the role."""
 from __future__ import annotations
 
 import re
+import shutil
 
 import pytest
 import yaml
@@ -60,3 +61,26 @@ def test_rendered_secret_carries_the_one_managed_label(tmp_path):
     secret = yaml.safe_load((tmp_path / "rendered" / "monitoring" / "grafana-admin-secret.yaml").read_text())
     assert secret["metadata"] == {"name": "gpushare-grafana-admin", "namespace": "monitoring", "labels": MANAGED_LABEL}
     assert secret["stringData"]["admin-password"].startswith("<generated")
+
+
+def test_artifacts_go_under_the_inventory_not_the_playbook(tmp_path):
+    """The role's own defaults put the Grafana password file and the rendered files in the
+    inventory's artifacts directory, as the other roles' defaults do; they used to say
+    {{ playbook_dir }}/artifacts, inside the installed collection for gpushare.cluster.site."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(EXAMPLES / "four-gpu-server", inventory)
+    playbooks = tmp_path / "playbooks"
+    playbooks.mkdir()
+    playbook = playbooks / "monitoring.yml"
+    playbook.write_text(yaml.safe_dump([{
+        "hosts": "localhost", "connection": "local", "gather_facts": False,
+        "tasks": [{"ansible.builtin.import_role": {"name": "gpushare.cluster.common", "tasks_from": "plan.yml"},
+                   "vars": {"common_plan_write": False}},
+                  {"ansible.builtin.include_role": {"name": "gpushare.cluster.monitoring"},
+                   "vars": {"monitoring_plan": "{{ common_plan }}", "monitoring_render_only": True}}]}]))
+    rc, result, err = run_playbook(playbook, inventory / "hosts.yml", "-e", "gpushare_window=none")
+    assert rc == 0, err
+    assert not (playbooks / "artifacts").exists()
+    artifacts = inventory / "artifacts"
+    secret = yaml.safe_load((artifacts / "rendered" / "monitoring" / "grafana-admin-secret.yaml").read_text())
+    assert secret["stringData"]["admin-password"] == "<generated into %s on apply>" % (artifacts / "secrets" / "grafana-admin-password")

@@ -1,5 +1,5 @@
 """The GPU stack roles' side of the renderers: argument specs in step with defaults, the
-helpers the roles use on k8s_info results (GPU pods, prune candidates), and the checker that
+DRA layout hash, and the checker that
 tests/suites/35-site-check.sh runs on what site.yml rendered:
 
     python tests/unit/test_roles_render.py EXAMPLE RENDERED_DIR
@@ -18,7 +18,9 @@ for extra in (ROOT / ".collections", Path(__file__).resolve().parent):
 
 import yaml  # noqa: E402
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm, render_monitoring  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils import names  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import prune  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import kueue_config, render_helm, render_monitoring  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render  # noqa: E402
 from inventories import load_example  # noqa: E402
@@ -43,7 +45,7 @@ def check_rendered(example: str, rendered: Path) -> list[str]:
             problems.append(msg)
 
     def keys(objs):
-        return sorted(render_helm.object_key(o) for o in objs)
+        return sorted(prune.object_key(o) for o in objs)
 
     for role in ROLES:
         if role == "dra_driver" and not render_helm.dra_nodes(plan):
@@ -75,14 +77,14 @@ def check_rendered(example: str, rendered: Path) -> list[str]:
 
     kueue = yaml.safe_load((rendered / "kueue/values.yaml").read_text())
     config = yaml.safe_load(kueue["managerConfig"]["controllerManagerConfigYaml"])
-    need(config == render_helm.kueue_manager_config(plan), "Kueue manager config differs")
+    need(config == kueue_config.kueue_manager_config(plan), "Kueue manager config differs")
     need(yaml.safe_load((rendered / "kueue/controller_manager_config.yaml").read_text()) == config,
          "controller_manager_config.yaml differs from the chart value")
     need(keys(_docs(rendered / "kueue/kueue-objects.yaml")) == keys(manifests["kueue"]), "Kueue objects")
     need(keys(_docs(rendered / "kueue/namespaces.yaml")) == keys(manifests["namespaces"]), "namespaces / RoleBindings")
-    prune = yaml.safe_load((rendered / "kueue/prune.yaml").read_text())
-    need(prune["label_selector"] == "app.kubernetes.io/managed-by=gpushare.cluster", "prune label selector")
-    need(prune["keep_window_flavors"] == render_helm.window_flavors(plan), "window flavors kept")
+    guards = yaml.safe_load((rendered / "kueue/prune.yaml").read_text())
+    need(guards["label_selector"] == "app.kubernetes.io/managed-by=gpushare.cluster", "prune label selector")
+    need(guards["keep_window_flavors"] == prune.window_flavors(plan), "window flavors kept")
 
     mon = yaml.safe_load((rendered / "monitoring/values.yaml").read_text())
     need(mon == render_helm.kube_prometheus_values(plan), "kube-prometheus-stack values differ")
@@ -116,60 +118,15 @@ def test_argument_specs_match_defaults():
             assert options[name].get("default") == value, name
 
 
-def test_chart_versions_pinned():
-    pins = {"gpu_operator": ("gpu_operator_chart_version", "v26.3.3"),
-            "dra_driver": ("dra_driver_chart_version", "0.4.1"),
-            "kueue": ("kueue_chart_version", "0.19.2"),
-            "monitoring": ("monitoring_chart_version", "88.5.3")}
-    for role, (var, version) in pins.items():
-        assert _spec_and_defaults(role)[0][var] == version
-
-
-def test_gpu_pods():
-    pods = [
-        {"metadata": {"namespace": "prod-serving", "name": "vllm"}, "status": {"phase": "Running"},
-         "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}]}},
-        {"metadata": {"namespace": "prod-serving", "name": "mig"}, "status": {"phase": "Pending"},
-         "spec": {"containers": [{"resources": {"requests": {"nvidia.com/mig-1g.18gb": 1}}}]}},
-        {"metadata": {"namespace": "research", "name": "dra"}, "status": {"phase": "Running"},
-         "spec": {"containers": [{}], "resourceClaims": [{"name": "gpu"}]}},
-        {"metadata": {"namespace": "research", "name": "done"}, "status": {"phase": "Succeeded"},
-         "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}]}},
-        {"metadata": {"namespace": "gpu-operator", "name": "dcgm"}, "status": {"phase": "Running"},
-         "spec": {"containers": [{"resources": {"limits": {"nvidia.com/gpu": 1}}}]}},
-        {"metadata": {"namespace": "web", "name": "cpu"}, "status": {"phase": "Running"},
-         "spec": {"containers": [{"resources": {"limits": {"cpu": "1"}}}]}},
-    ]
-    assert render_helm.gpu_pods(pods, ["gpu-operator"]) == ["prod-serving/vllm", "prod-serving/mig", "research/dra"]
-
-
-def test_prune_keeps_planned_window_and_only_deletes_labelled_leftovers():
-    plan = build_plan(load_example("four-gpu-server"))
-    wanted = render(plan)["kueue"]
-    windows = render_helm.window_flavors(plan)
-    assert windows and set(windows) <= {o["metadata"]["name"] for o in wanted if o["kind"] == "ResourceFlavor"}
-    results = [
-        {"item": {"kind": "ResourceFlavor", "api_version": "kueue.x-k8s.io/v1beta2"},
-         "resources": [{"metadata": {"name": n}} for n in windows + ["old-flavor"]]},
-        {"item": {"kind": "ClusterQueue", "api_version": "kueue.x-k8s.io/v1beta2"},
-         "resources": [{"metadata": {"name": "production"}}, {"metadata": {"name": "gone-team"}}]},
-        {"item": {"kind": "LocalQueue", "api_version": "kueue.x-k8s.io/v1beta2"},
-         "resources": [{"metadata": {"name": "training", "namespace": "training"}},
-                       {"metadata": {"name": "training", "namespace": "elsewhere"}}]},
-    ]
-    # a flavor only a window names is kept even when the current plan lacks it
-    plan_only_now = [o for o in wanted if not (o["kind"] == "ResourceFlavor" and o["metadata"]["name"] in windows)]
-    doomed = render_helm.prune_candidates(results, plan_only_now, windows)
-    assert sorted(render_helm.object_key(o) for o in doomed) == [
-        "ClusterQueue//gone-team", "LocalQueue/elsewhere/training", "ResourceFlavor//old-flavor"]
-    assert all(o["apiVersion"] == "kueue.x-k8s.io/v1beta2" for o in doomed)
-
-
-def test_unmanaged():
-    plan = build_plan(load_example("mixed-fleet"))
-    objects = render(plan)["kueue"] + render(plan)["namespaces"]
-    assert render_helm.unmanaged(objects) == []
-    assert render_helm.unmanaged([{"kind": "Cohort", "metadata": {"name": "x"}}]) == ["Cohort//x"]
+def test_chart_versions_pinned_in_names():
+    """Each role's chart version defaults to its pin in names.VERSIONS, the one place of versions."""
+    pins = {"gpu_operator": ("gpu_operator_chart_version", "gpu-operator"),
+            "dra_driver": ("dra_driver_chart_version", "dra-driver-nvidia-gpu"),
+            "kueue": ("kueue_chart_version", "kueue"),
+            "monitoring": ("monitoring_chart_version", "kube-prometheus-stack")}
+    for role, (var, chart) in pins.items():
+        assert _spec_and_defaults(role)[0][var] == "{{ '%s' | gpushare.cluster.pinned_version }}" % chart
+        assert names.VERSIONS[chart]
 
 
 def test_dra_layout_hash_changes_with_the_layout():

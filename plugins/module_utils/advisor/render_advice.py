@@ -180,68 +180,96 @@ def report_markdown(advice: dict, change_lines: list[str], plan_check: str) -> s
              "Proposed inventory: `inventory/`, a copy of the inventory with the proposal in place (plan it with "
              "`ansible-playbook -i <this directory>/inventory/hosts.yml playbooks/plan.yml`); workloads alone: "
              "`workloads.yml`; differences: `proposal.diff`. Nothing is applied.", "",
-             "Check of the proposal by the planner: %s." % plan_check, "",
-             "## Services", "",
-             "| service | team | kind (detected) | declared | memory need | compute need | choice | status |",
-             "|---|---|---|---|---|---|---|---|"]
-    for s in advice["services"]:
-        d = s.get("declared") or {}
-        declared = "%s %s" % (d.get("kind", ""), d.get("sharing", "")) if d else "not in inventory"
-        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s |" % (
-            s["name"], s.get("team") or "?", s.get("kind", "-"), declared.strip(),
-            "%.1f GiB" % (s["memory_need_mib"] / 1024.0) if s.get("memory_need_mib") else "-",
-            "%.2f GPU" % s["compute_need"] if s.get("compute_need") is not None else "-",
-            choice_text(s) if s.get("status") == "ok" else "-", s.get("status", "")))
-    lines.append("")
-    for s in advice["services"]:
-        lines += ["### %s" % s["name"], ""]
-        if s.get("status") != "ok":
-            lines += ["**%s**: %s" % (s.get("status", "").replace("_", " "), s.get("reason", "")), ""]
-        if s.get("kind"):
-            lines.append("- kind: **%s**, %s" % (s["kind"], s.get("kind_why", "")))
-        if s.get("memory_note"):
-            lines.append("- memory: %s -> %.1f GiB" % (s["memory_note"], s["memory_need_mib"] / 1024.0))
-        if s.get("compute_note"):
-            lines.append("- compute: %s" % s["compute_note"])
-        if s.get("why"):
-            lines.append("- choice: **%s**: %s" % (choice_text(s), s["why"]))
-        if s.get("halves"):
-            lines.append("- both halves of the window: %s" % " | ".join(s["halves"]))
-        if s.get("idle_hours") is not None:
-            lines.append("- idle hours: %s" % _hours(s["idle_hours"]))
-        if s.get("chart"):
-            lines += ["", "![%s](%s)" % (s["name"], chart_name(s))]
-        lines.append("")
-    lines += ["## Teams", "",
-              "| team | GPUs in use (p%g) | max | mean | quota proposed | owns now | idle hours |" % (
-                  advice["settings"]["quota_percentile"]), "|---|---|---|---|---|---|---|"]
-    for t in advice["teams"]:
-        lines.append("| %s | %s | %s | %s | %d | %d | %s |" % (
-            t["team"], t["gpus_in_use_p"], t["gpus_in_use_max"], t["gpus_in_use_mean"], t["quota_proposed"],
-            t["gpus_owned_now"], _hours(t["idle_hours"])))
-    lines += ["", "GPUs in use: whole GPUs, MIG slices as their share of the card, a time-sliced GPU once.", ""]
-    lines += ["## Sharing windows", ""]
-    if advice["windows"]:
-        for win in advice["windows"]:
-            lines.append("- **%s** %s-%s: GPUs %s become whole. %s" % (
-                win["name"], win["from"], win["until"], ", ".join("%s/%d" % tuple(g) for g in win["gpus"]), win["why"]))
-    else:
-        lines.append("None proposed: no lending team's time-sliced GPUs are idle long enough while a borrowing team "
-                     "runs training or batch work.")
-    lines += ["", "## GPUs to buy", "", advice["buy"]["note"] + ".", ""]
-    if advice["buy"]["short"]:
-        lines += ["Does not fit the current servers: " + "; ".join(advice["buy"]["short"]) + ".", ""]
-    lines += ["| model | cards for the demand | owned | to buy | cost |", "|---|---|---|---|---|"]
-    for row in advice["buy"]["options"][:8]:
-        cost = "%g" % row["cost"] if "cost" in row else "-"
-        lines.append("| %s | %d | %d | %d | %s |" % (row["model"], row["cards"], row["owned"], row["to_buy"], cost))
-    if not advice["buy"]["priced"]:
-        lines += ["", "Give `gpushare_policy.gpu_prices` (model: price of one card) to rank by cost."]
+             "Check of the proposal by the planner: %s." % plan_check, ""]
+    lines += _services_section(advice["services"])
+    lines += _teams_section(advice)
+    lines += _windows_section(advice["windows"])
+    lines += _buy_section(advice["buy"])
     lines += ["", "## Changes against the current inventory", ""]
     lines += ["- " + c for c in change_lines] or ["None."]
     if advice["notes"]:
         lines += ["", "## Notes", ""] + ["- " + n for n in advice["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def _services_section(services: list[dict]) -> list[str]:
+    """The table of services, then per service its evidence, its choice and the rule that
+    decided it (docs/advisor.md, "Rules")."""
+    lines = ["## Services", "",
+             "| service | team | kind (detected) | declared | memory need | compute need | choice | rule | status |",
+             "|---|---|---|---|---|---|---|---|---|"]
+    for s in services:
+        d = s.get("declared") or {}
+        declared = "%s %s" % (d.get("kind", ""), d.get("sharing", "")) if d else "not in inventory"
+        ok = s.get("status") == "ok"
+        lines.append("| %s | %s | %s | %s | %s | %s | %s | %s | %s |" % (
+            s["name"], s.get("team") or "?", s.get("kind", "-"), declared.strip(),
+            "%.1f GiB" % (s["memory_need_mib"] / 1024.0) if s.get("memory_need_mib") else "-",
+            "%.2f GPU" % s["compute_need"] if s.get("compute_need") is not None else "-",
+            choice_text(s) if ok else "-", "`%s`" % s["rule"] if ok and s.get("rule") else "-", s.get("status", "")))
+    lines.append("")
+    for s in services:
+        lines += _service_lines(s)
+    return lines
+
+
+def _service_lines(s: dict) -> list[str]:
+    lines = ["### %s" % s["name"], ""]
+    if s.get("status") != "ok":
+        lines += ["**%s**: %s" % (s.get("status", "").replace("_", " "), s.get("reason", "")), ""]
+    if s.get("kind"):
+        lines.append("- kind: **%s**, %s" % (s["kind"], s.get("kind_why", "")))
+    if s.get("memory_note"):
+        lines.append("- memory: %s -> %.1f GiB" % (s["memory_note"], s["memory_need_mib"] / 1024.0))
+    if s.get("compute_note"):
+        lines.append("- compute: %s" % s["compute_note"])
+    if s.get("why"):
+        rule = " (rule `%s`)" % s["rule"] if s.get("rule") else ""
+        lines.append("- choice: **%s**%s: %s" % (choice_text(s), rule, s["why"]))
+    if s.get("halves"):
+        lines.append("- both halves of the window: %s" % " | ".join(s["halves"]))
+    if s.get("idle_hours") is not None:
+        lines.append("- idle hours: %s" % _hours(s["idle_hours"]))
+    if s.get("chart"):
+        lines += ["", "![%s](%s)" % (s["name"], chart_name(s))]
+    lines.append("")
+    return lines
+
+
+def _teams_section(advice: dict) -> list[str]:
+    lines = ["## Teams", "",
+             "| team | GPUs in use (p%g) | max | mean | quota proposed | owns now | idle hours |" % (
+                 advice["settings"]["quota_percentile"]), "|---|---|---|---|---|---|---|"]
+    for t in advice["teams"]:
+        lines.append("| %s | %s | %s | %s | %d | %d | %s |" % (
+            t["team"], t["gpus_in_use_p"], t["gpus_in_use_max"], t["gpus_in_use_mean"], t["quota_proposed"],
+            t["gpus_owned_now"], _hours(t["idle_hours"])))
+    return lines + ["", "GPUs in use: whole GPUs, MIG slices as their share of the card, a time-sliced GPU once.", ""]
+
+
+def _windows_section(windows: list[dict]) -> list[str]:
+    lines = ["## Sharing windows", ""]
+    if windows:
+        for win in windows:
+            lines.append("- **%s** %s-%s: GPUs %s become whole. %s" % (
+                win["name"], win["from"], win["until"], ", ".join("%s/%d" % tuple(g) for g in win["gpus"]), win["why"]))
+    else:
+        lines.append("None proposed: no lending team's time-sliced GPUs are idle long enough while a borrowing team "
+                     "runs training or batch work.")
+    return lines
+
+
+def _buy_section(buy: dict) -> list[str]:
+    lines = ["", "## GPUs to buy", "", buy["note"] + ".", ""]
+    if buy["short"]:
+        lines += ["Does not fit the current servers: " + "; ".join(buy["short"]) + ".", ""]
+    lines += ["| model | cards for the demand | owned | to buy | cost |", "|---|---|---|---|---|"]
+    for row in buy["options"][:8]:
+        cost = "%g" % row["cost"] if "cost" in row else "-"
+        lines.append("| %s | %d | %d | %d | %s |" % (row["model"], row["cards"], row["owned"], row["to_buy"], cost))
+    if not buy["priced"]:
+        lines += ["", "Give `gpushare_policy.gpu_prices` (model: price of one card) to rank by cost."]
+    return lines
 
 
 def _hours(hours: list[int]) -> str:

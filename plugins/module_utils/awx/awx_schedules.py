@@ -148,8 +148,23 @@ def window_schedules(plan: dict, settings: dict) -> list[dict]:
 
 
 def awx_definitions(plan: dict, settings: dict) -> dict:
-    """Job templates and schedules for ``plan`` (the plan module's ``plan``), with the Plan's
-    time zone and windows they were made from (``plan``), so they can be checked offline."""
+    """Job templates and schedules for AWX from the Plan, with what they were made from.
+
+    One job template per stage (plan, hosts and Kubernetes, GPU stack, window switch) with its
+    survey, and one schedule per sharing-window boundary on the window switch template, in the
+    Plan's time zone. The Plan's time zone and windows come with them, so they can be checked
+    offline (tests/awx/validate.py).
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+        settings: the AWX names, a dict: ``organization``, ``project``, ``inventory``,
+            ``execution_environment``, ``name_prefix`` and ``schedule_start`` (the schedules'
+            first day, YYYY-MM-DD) are required; ``credentials`` (names) is optional.
+
+    Returns:
+        A dict: ``plan`` (its ``timezone`` and ``windows``), ``job_templates`` and ``schedules``
+        (lists of dicts in the awx.awx.job_template and awx.awx.schedule modules' terms).
+    """
     return {"plan": {"timezone": plan["cluster"]["timezone"],
                      "windows": [{k: w[k] for k in ("name", "from", "until")} for w in plan["windows"]]},
             "job_templates": job_templates(plan, settings), "schedules": window_schedules(plan, settings)}
@@ -245,7 +260,20 @@ def schedule_problems(schedule: dict, template: dict) -> list[str]:
 
 
 def definition_problems(definitions: dict) -> list[str]:
-    """Every problem of the job templates' surveys and the schedules, [] when AWX accepts them all."""
+    """Every problem of the job templates' surveys and the schedules, [] when AWX accepts them all.
+
+    The checks follow AWX 24's survey and schedule validation: survey defaults among their
+    choices, schedules' extra data answering their template's survey, rules with a DTSTART in a
+    time zone and an INTERVAL.
+
+    Args:
+        definitions: the result of ``awx_definitions``, a dict with ``job_templates`` and
+            ``schedules``.
+
+    Returns:
+        One message per problem, naming the template or schedule, a list of strings; empty when
+        AWX accepts them all.
+    """
     templates = {t["name"]: t for t in definitions.get("job_templates", [])}
     problems = [p for t in templates.values() for p in survey_problems(t)]
     for schedule in definitions.get("schedules", []):

@@ -7,16 +7,34 @@ from __future__ import annotations
 
 
 def k8s_auth(kubeconfig=None, context=None) -> dict:
-    """The connection settings given (kubeconfig, context), empty ones left out, for the roles'
-    ``module_defaults`` and for ``query('kubernetes.core.k8s', ..., **auth)`` (reads through the
-    lookup run in the controller's process: no module start per read)."""
+    """The connection settings given (kubeconfig, context), empty ones left out.
+
+    For the roles' ``module_defaults`` and for ``query('kubernetes.core.k8s', ..., **auth)`` (reads
+    through the lookup run in the controller's process: no module start per read).
+
+    Args:
+        kubeconfig: path of the kubeconfig file; none or empty for the client's default.
+        context: name of the kubeconfig context; none or empty for its current context.
+
+    Returns:
+        A dict with ``kubeconfig`` and ``context`` where given, ``{}`` when neither is.
+    """
     given = {"kubeconfig": kubeconfig, "context": context}
     return {key: value for key, value in given.items() if value}
 
 
 def changed_objects(result: dict) -> list:
-    """Names ("Kind/namespace/name", namespace empty when cluster-scoped) of the objects a
-    registered ``kubernetes.core.k8s`` result changed, for one definition or a list of them."""
+    """Names of the objects a registered ``kubernetes.core.k8s`` result changed.
+
+    Args:
+        result: the registered result of one kubernetes.core.k8s task, for one definition (the
+            object under ``result``) or a list of them (one result per object under
+            ``result.results``).
+
+    Returns:
+        ``Kind/namespace/name`` of each changed object (namespace empty when cluster-scoped), a
+        list of strings.
+    """
     inner = result.get("result")
     results = inner["results"] if isinstance(inner, dict) and "results" in inner else [result]
     names = []

@@ -46,7 +46,18 @@ def _probe(module: str) -> str:
 
 
 def module_probe_paths(modules) -> list:
-    """The paths the role stats to tell whether each module is there."""
+    """The paths the role stats to tell whether each kernel module is there.
+
+    A module is probed by what it provides (br_netfilter by
+    /proc/sys/net/bridge/bridge-nf-call-iptables), any other by /sys/module/<name>; overlay is
+    looked for in /proc/filesystems instead, so it has no path here.
+
+    Args:
+        modules: kernel module names, a list (``kubeadm_required_kernel_modules``).
+
+    Returns:
+        The paths to stat, a list of strings.
+    """
     return [p for p in (_probe(m) for m in modules) if not p.startswith("filesystem:")]
 
 
@@ -148,12 +159,22 @@ def _name_problems(host, checks):
 def preflight_problems(host: str, checks: dict, kubelet_config: dict) -> list:
     """Every reason ``host`` cannot run kubelet or join, each with its fix; [] when none.
 
-    ``checks`` holds what the role read on the host: ``swaps`` (/proc/swaps),
-    ``filesystems`` (/proc/filesystems), ``required_modules`` and ``present_paths`` (the
-    ``module_probe_paths`` that exist), optionally ``containerd_config_dump``, and for the
-    node-name check ``cluster_nodes`` (Node objects; absent before the first init),
-    ``machine_id`` and ``is_member`` (has /etc/kubernetes/kubelet.conf).
-    ``kubelet_config`` is the KubeletConfiguration the role gives kubelet.
+    The checks: swap on while kubelet refuses it, a required kernel module (or the overlay
+    filesystem) missing, containerd's cgroup driver other than kubelet's, and the host's node
+    name taken by another machine (another machine ID) when the host is not a member yet.
+
+    Args:
+        host: the inventory host name the problems are reported for.
+        checks: what the role read on the host, a dict: ``swaps`` (/proc/swaps),
+            ``filesystems`` (/proc/filesystems), ``required_modules`` and ``present_paths`` (the
+            ``module_probe_paths`` that exist), optionally ``containerd_config_dump``, and for the
+            node-name check ``cluster_nodes`` (Node objects; absent before the first init),
+            ``machine_id`` and ``is_member`` (has /etc/kubernetes/kubelet.conf). Each check runs
+            on the keys it needs.
+        kubelet_config: the KubeletConfiguration the role gives kubelet, a dict.
+
+    Returns:
+        One message per problem, with its fix, a list of strings; empty when there is none.
     """
     if not isinstance(checks, dict):
         raise ValueError("checks must be a mapping, got %r" % (checks,))
@@ -163,17 +184,37 @@ def preflight_problems(host: str, checks: dict, kubelet_config: dict) -> list:
 
 
 def redact_join_secrets(text) -> str:
-    """``text`` with bootstrap tokens and 64-hex secrets (certificate keys) masked."""
+    """``text`` with bootstrap tokens and 64-hex secrets (certificate keys) masked.
+
+    Args:
+        text: kubeadm's output, a string (none gives "").
+
+    Returns:
+        The text with each bootstrap token replaced by ``<token>`` and each 64-hex-digit secret by
+        ``<redacted>``, a string.
+    """
     text = _TOKEN.sub("<token>", str(text or ""))
     return _HEX64.sub("<redacted>", text)
 
 
 def bridge_cni(nodes, name: str, network: str = "gpushare-bridge", bridge: str = "cni0") -> dict:
-    """The bridge CNI of node ``name``: ``{"conflist": ..., "routes": [{"dest", "via"}]}``.
+    """The bridge CNI configuration of node ``name`` and its routes to the other nodes' pods.
 
     Each node's pods get addresses from its own podCIDR (host-local); traffic to another
     node's pods is routed to that node's InternalIP, so the nodes must share one L2
     network or routed subnet.
+
+    Args:
+        nodes: the cluster's Node objects, one list (a kubernetes.core.k8s_info result's
+            ``resources``); the node ``name`` must be among them with a ``spec.podCIDR``.
+        name: the Kubernetes node name of the node to configure.
+        network: the network name in the CNI configuration.
+        bridge: the Linux bridge the pods attach to.
+
+    Returns:
+        A dict: ``conflist`` (the CNI configuration list: bridge with host-local addresses from
+        the node's podCIDR, and portmap) and ``routes`` (``{dest, via}``: each other node's podCIDR
+        via its InternalIP).
     """
     by_name = {(n.get("metadata") or {}).get("name"): n for n in nodes or []}
     node = by_name.get(name)

@@ -15,19 +15,14 @@ recorded keys the Plan dropped. A node patched before that record existed falls 
 
 from __future__ import annotations
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_helm import (
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster.pods import gpu_layout_since, pods_on_changing_gpus
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import (
     LAYOUT_SINCE_ANNOTATION,
-    gpu_layout_since,
-    pods_on_changing_gpus,
+    MANAGED_LABELS_ANNOTATION,
+    MIG_CONFIG_LABEL,
+    MIG_CONFIG_STATE_LABEL,
+    PLAN_LABEL_KEYS,
 )
-
-MANAGED_LABELS_ANNOTATION = "gpushare.cluster/managed-labels"
-MIG_CONFIG = "nvidia.com/mig.config"
-MIG_CONFIG_STATE = "nvidia.com/mig.config.state"
-# Every node label key plan.py can set (plan.py's node labels and DRA_NODE_LABEL).
-PLAN_LABEL_KEYS = ("gpushare.cluster/gpu-model", "nvidia.com/device-plugin.config", MIG_CONFIG,
-                   "nvidia.com/gpu.deploy.driver", "nvidia.com/gpu.deploy.device-plugin",
-                   "nvidia.com/dra-kubelet-plugin")
 
 
 def _by_name(live_nodes: list) -> dict:
@@ -48,9 +43,19 @@ def _recorded_keys(node: dict) -> list:
 
 
 def node_changes(live_nodes: list, planned: list) -> dict:
-    """For the planned Node label objects against the live Nodes: ``missing`` (planned nodes
-    not in the cluster), ``mig_changes`` (node -> [live mig.config or None, planned]) and
-    ``layout_since`` (node -> its LAYOUT_SINCE_ANNOTATION, "" when absent)."""
+    """What the planned Node labels change against the live Nodes.
+
+    Args:
+        live_nodes: the cluster's Node objects, one list (a kubernetes.core.k8s lookup or k8s_info).
+        planned: the Plan's Node label objects (the plan module's ``manifests.node_labels``), a
+            list of ``{metadata: {name, labels}}``.
+
+    Returns:
+        A dict: ``missing`` (planned nodes not in the cluster, a list of names), ``mig_changes``
+        (node name to ``[live nvidia.com/mig.config or None, planned]``, for the nodes whose MIG
+        layout changes) and ``layout_since`` (node name to its gpushare.cluster/gpu-layout-since
+        annotation, "" when absent).
+    """
     live = _by_name(live_nodes)
     missing, mig_changes, since = [], {}, {}
     for obj in planned or []:
@@ -59,8 +64,8 @@ def node_changes(live_nodes: list, planned: list) -> dict:
         if node is None:
             missing.append(name)
             continue
-        want = obj["metadata"]["labels"].get(MIG_CONFIG)
-        have = _labels(node).get(MIG_CONFIG)
+        want = obj["metadata"]["labels"].get(MIG_CONFIG_LABEL)
+        have = _labels(node).get(MIG_CONFIG_LABEL)
         if want is not None and want != have:
             mig_changes[name] = [have, want]
         since[name] = _annotations(node).get(LAYOUT_SINCE_ANNOTATION, "")
@@ -68,8 +73,22 @@ def node_changes(live_nodes: list, planned: list) -> dict:
 
 
 def busy_nodes(pods: list, plan: dict, changes: dict, exclude_namespaces: list | tuple = ()) -> dict:
-    """node -> the pods in the way of its MIG change (render_helm.pods_on_changing_gpus), for
-    the nodes that have any. ``pods`` is one list of the cluster's Pods (one k8s_info)."""
+    """The nodes whose MIG change has pods in the way, with those pods.
+
+    A pod is in the way when it may hold a GPU the change re-partitions
+    (pods.pods_on_changing_gpus): it asks for a resource that GPU serves now and started
+    after the GPU's layout last changed, or that time is not known.
+
+    Args:
+        pods: the cluster's Pods, one list (a kubernetes.core.k8s lookup or k8s_info).
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+        changes: the result of ``node_changes`` (its ``mig_changes`` and ``layout_since``).
+        exclude_namespaces: namespaces whose pods never count (the GPU Operator's own), a list.
+
+    Returns:
+        Node name to the ``namespace/name`` of its pods in the way, a dict; nodes without any are
+        left out.
+    """
     on_node: dict = {}
     for pod in pods or []:
         node = (pod.get("spec") or {}).get("nodeName")
@@ -85,10 +104,25 @@ def busy_nodes(pods: list, plan: dict, changes: dict, exclude_namespaces: list |
 
 
 def node_label_patches(live_nodes: list, planned: list, plan: dict, changes: dict, now: str) -> list:
-    """One JSON merge patch (a partial Node) per node whose labels must change, none for a
-    node already as planned. A patch sets the planned labels, deletes the keys recorded as
-    ours that the Plan dropped, records the new keys, and on a MIG change also sets
-    mig.config.state=pending and the changed GPUs' time in LAYOUT_SINCE_ANNOTATION."""
+    """One JSON merge patch (a partial Node) per node whose labels must change.
+
+    None for a node already as planned. A patch sets the planned labels, deletes the keys
+    recorded as ours that the Plan dropped, records the new keys, and on a MIG change also sets
+    nvidia.com/mig.config.state=pending and the changed GPUs' time in the
+    gpushare.cluster/gpu-layout-since annotation.
+
+    Args:
+        live_nodes: the cluster's Node objects, one list (a kubernetes.core.k8s lookup or k8s_info).
+        planned: the Plan's Node label objects (as for ``node_changes``).
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+        changes: the result of ``node_changes``.
+        now: the time of the change, RFC 3339 in UTC (e.g. ``2026-12-01T19:00:00Z``), recorded
+            for the GPUs it re-partitions.
+
+    Returns:
+        The patches, each ``{apiVersion: v1, kind: Node, metadata: {name, labels, annotations}}``
+        with only what changes (a label set to null is deleted), a list of dicts.
+    """
     live = _by_name(live_nodes)
     patches = []
     for obj in planned or []:
@@ -106,7 +140,7 @@ def node_label_patches(live_nodes: list, planned: list, plan: dict, changes: dic
             annotations[MANAGED_LABELS_ANNOTATION] = record
         if name in changes["mig_changes"]:
             have_config, want_config = changes["mig_changes"][name]
-            labels[MIG_CONFIG_STATE] = "pending"
+            labels[MIG_CONFIG_STATE_LABEL] = "pending"
             annotations[LAYOUT_SINCE_ANNOTATION] = gpu_layout_since(
                 plan, name, have_config, want_config, changes["layout_since"].get(name, ""), now)
         if not labels and not annotations:
@@ -121,20 +155,48 @@ def node_label_patches(live_nodes: list, planned: list, plan: dict, changes: dic
 
 
 def mig_pending(live_nodes: list, names: list) -> list:
-    """Of ``names``, the nodes whose MIG Manager has not reported success or failed yet."""
-    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE) for n in live_nodes or []}
+    """Of ``names``, the nodes whose MIG Manager has not reported success or failed yet.
+
+    Args:
+        live_nodes: the cluster's Node objects, one list (a kubernetes.core.k8s lookup or k8s_info).
+        names: names of the nodes whose MIG layout changed, a list.
+
+    Returns:
+        The names whose nvidia.com/mig.config.state is neither ``success`` nor ``failed`` (or
+        that are not in ``live_nodes``), in the order given, a list.
+    """
+    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE_LABEL) for n in live_nodes or []}
     return [n for n in names or [] if state.get(n) not in ("success", "failed")]
 
 
 def mig_failed(live_nodes: list, names: list) -> list:
-    """Of ``names``, the nodes whose MIG Manager reported nvidia.com/mig.config.state=failed."""
-    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE) for n in live_nodes or []}
+    """Of ``names``, the nodes whose MIG Manager reported nvidia.com/mig.config.state=failed.
+
+    Args:
+        live_nodes: the cluster's Node objects, one list (a kubernetes.core.k8s lookup or k8s_info).
+        names: names of the nodes whose MIG layout changed, a list.
+
+    Returns:
+        The names whose nvidia.com/mig.config.state is ``failed``, in the order given, a list.
+    """
+    state = {n["metadata"]["name"]: _labels(n).get(MIG_CONFIG_STATE_LABEL) for n in live_nodes or []}
     return [n for n in names or [] if state.get(n) == "failed"]
 
 
 def not_true(resources: list, condition: str, names: list) -> list:
-    """Of ``names``, those missing from ``resources`` (one k8s_info list) or whose
-    ``condition`` is not True yet, e.g. ClusterQueues not Active."""
+    """Of ``names``, those missing from ``resources`` or whose ``condition`` is not True yet.
+
+    E.g. the ClusterQueues that are not Active.
+
+    Args:
+        resources: objects with ``metadata.name`` and ``status.conditions``, one list (a
+            kubernetes.core.k8s lookup or k8s_info).
+        condition: the condition type, e.g. ``Active``.
+        names: the names expected, a list.
+
+    Returns:
+        The names not found or whose condition is not ``True``, in the order given, a list.
+    """
     ready = {r["metadata"]["name"] for r in resources or []
              if any(c.get("type") == condition and c.get("status") == "True"
                     for c in (r.get("status") or {}).get("conditions") or [])}

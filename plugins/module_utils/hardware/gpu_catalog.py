@@ -27,6 +27,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import MIG_RESOURCE_PREFIX
+
 __metaclass__ = type
 
 NVIDIA_VENDOR_ID = 0x10DE
@@ -149,7 +151,7 @@ class MigProfile:
     def resource_name(self) -> str:
         """Device plugin resource under the mixed strategy: '+' becomes '.' (NVIDIA/k8s-device-plugin
         README, "MIG strategies")."""
-        return "nvidia.com/mig-" + self.name.replace("+", ".")
+        return MIG_RESOURCE_PREFIX + self.name.replace("+", ".")
 
 
 @dataclass(frozen=True)
@@ -183,8 +185,8 @@ class GpuModel:
             if p.name == name:
                 return p
         wanted = str(name).strip().lower()
-        if wanted.startswith("nvidia.com/mig-"):
-            wanted = wanted[len("nvidia.com/mig-"):]
+        if wanted.startswith(MIG_RESOURCE_PREFIX):
+            wanted = wanted[len(MIG_RESOURCE_PREFIX):]
         for p in self.mig_profiles:
             if wanted in (p.name, p.name.replace("+", ".")):
                 return p

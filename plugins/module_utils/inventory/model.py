@@ -18,13 +18,15 @@ import zoneinfo
 from dataclasses import dataclass
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog, mig_geometry
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import Problems
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
     AUTO, DRA, GPU_MODES, ISOLATION_TO_SHARING, MIG, MODES, MPS, TIMESLICE, WHOLE, WINDOW_MODES, WORKLOAD_SHARING,
     isolation_choices, modes_without_mig, shares_device)
 
 WORKLOAD_KINDS = ("serving", "notebook", "training", "batch")
-DISTRIBUTIONS = ("kubeadm", "microk8s")
+# The Kubernetes distributions (one table: distributions.py), the default first.
+DISTRIBUTIONS = distributions.NAMES
 MIG_LEFTOVER = ("carve", "leave")
 CPU_MEMORY_QUOTA = ("ignore", "proportional")
 REPLAN = ("stable", "optimal")
@@ -455,7 +457,14 @@ def _read_layout(problems: Problems, path: str, value, model: str | None):
 
 
 def node_name(host: str) -> str:
-    """The Kubernetes node name of an inventory host: lower case, without the domain."""
+    """The Kubernetes node name of an inventory host: lower case, without the domain.
+
+    Args:
+        host: an inventory host name, e.g. ``GPU01.example.com``.
+
+    Returns:
+        The node name, e.g. ``gpu01``, a string.
+    """
     return host.lower().split(".")[0]
 
 
@@ -556,7 +565,7 @@ def _read_policy(problems: Problems, value) -> Policy:
         timezone = None
     return Policy(
         cluster_name=r.string("cluster_name", "gpushare", DNS_LABEL, "cluster name (a DNS label)"),
-        distribution=r.choice("kubernetes_distribution", DISTRIBUTIONS, "kubeadm"),
+        distribution=r.choice("kubernetes_distribution", DISTRIBUTIONS, distributions.DEFAULT),
         cohort=r.string("cohort", "gpushare", DNS_LABEL, "cohort name (a DNS label)"),
         mig_leftover=r.choice("mig_leftover", MIG_LEFTOVER, "carve"),
         cpu_memory_quota=r.choice("cpu_memory_quota", CPU_MEMORY_QUOTA, "ignore"),

@@ -31,6 +31,7 @@ class SharingMode:
     isolation: str | None              # what a workload's ``isolation`` gets from it
     gpus_per_replica: bool             # a replica may take several GPUs (``gpus: N``)
     kueue_kind: str                    # the Kueue ResourceFlavor kind its capacity is counted in
+    client_limits: bool = False        # each pod is capped at 1/replicas of the card's compute and memory
 
 
 _TABLE = (
@@ -40,8 +41,10 @@ _TABLE = (
                 needs_mig=True, isolation="hardware", gpus_per_replica=False, kueue_kind="mig"),
     SharingMode("timeslice", "time-sliced", gpu_mode=True, shares_device=True, device_plugin_method="timeSlicing",
                 needs_mig=False, isolation="none", gpus_per_replica=False, kueue_kind="shared"),
+    # The device plugin's MPS control daemon gives each of the card's replicas an equal share
+    # of memory and compute (k8s-device-plugin README, "Shared Access to GPUs", sharing.mps).
     SharingMode("mps", "MPS", gpu_mode=True, shares_device=True, device_plugin_method="mps",
-                needs_mig=False, isolation="none", gpus_per_replica=False, kueue_kind="shared"),
+                needs_mig=False, isolation="none", gpus_per_replica=False, kueue_kind="shared", client_limits=True),
     SharingMode("dra", "DRA", gpu_mode=False, shares_device=False, device_plugin_method=None,
                 needs_mig=False, isolation=None, gpus_per_replica=False, kueue_kind="dra"),
 )

@@ -13,19 +13,18 @@ the requested amount qualifies.
 from __future__ import annotations
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import DRA
-from ansible_collections.gpushare.cluster.plugins.module_utils.names import MANAGED_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import DRA_DEVICE_CLASS, MANAGED_LABEL
 
 API = "resource.k8s.io/v1"
-DEVICE_CLASS = "gpu.nvidia.com"
 
 
 def memory_selector(min_gib: float) -> str:
     quantity = "%dGi" % min_gib if float(min_gib).is_integer() else "%dMi" % round(min_gib * 1024)
-    return "device.capacity['%s'].memory.compareTo(quantity('%s')) >= 0" % (DEVICE_CLASS, quantity)
+    return "device.capacity['%s'].memory.compareTo(quantity('%s')) >= 0" % (DRA_DEVICE_CLASS, quantity)
 
 
 def claim_template(workload, namespace: str) -> dict:
-    request = {"deviceClassName": DEVICE_CLASS, "count": workload.gpus}
+    request = {"deviceClassName": DRA_DEVICE_CLASS, "count": workload.gpus}
     if workload.min_memory_gib:
         request["selectors"] = [{"cel": {"expression": memory_selector(workload.min_memory_gib)}}]
     return {

@@ -25,18 +25,14 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.planners import sharing_planner
+from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import MANAGED_LABEL  # noqa: F401 (re-exported)
 
 API = "kueue.x-k8s.io/v1beta2"
 CONFIG_API = "config.kueue.x-k8s.io/v1beta2"
-MODEL_LABEL = "gpushare.cluster/gpu-model"
 CPU_MEMORY_FLAVOR = "cpu-memory"
-DRA_RESOURCE = "gpushare.cluster/dra-gpu"
 # What a team's lending_limit counts: whole GPUs, through the device plugin or DRA.
-WHOLE_GPU_RESOURCES = (sharing_planner.WHOLE, DRA_RESOURCE)
-DRA_DEVICE_CLASS = "gpu.nvidia.com"
-GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+WHOLE_GPU_RESOURCES = (names.GPU_RESOURCE, names.DRA_RESOURCE)
 # Integrations on by default in v0.19 plus PyTorchJob, which v0.19 turned off by default
 # (kubernetes-sigs/kueue commit 6cdcd3828d, config/components/manager/controller_manager_config.yaml).
 FRAMEWORKS = ["batch/job", "kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "ray.io/rayjob", "ray.io/raycluster",
@@ -119,7 +115,7 @@ def plan_kueue(teams, policy, capacities: list[Capacity], cpu_memory: dict[str |
     for flavor in sorted({f for _r, fs in groups for f in fs}):
         spec = {}
         if flavor != CPU_MEMORY_FLAVOR:
-            spec = {"nodeLabels": dict(sorted(flavor_labels[flavor].items())), "tolerations": [dict(GPU_TOLERATION)]}
+            spec = {"nodeLabels": dict(sorted(flavor_labels[flavor].items())), "tolerations": [dict(names.GPU_TOLERATION)]}
         objects.append({"apiVersion": API, "kind": "ResourceFlavor", "metadata": _meta(flavor), "spec": spec})
 
     cohort_groups = _resource_groups(groups, lambda f, r: amount(None, f, r), None)
@@ -216,7 +212,7 @@ def configuration(cover_cpu_memory: bool, dra_in_use: bool) -> dict:
         # Queues cover GPUs only; CPU and memory requests are not checked against quota.
         resources["quotaCheckStrategy"] = "IgnoreUndeclared"
     if dra_in_use:
-        resources["deviceClassMappings"] = [{"name": DRA_RESOURCE, "deviceClassNames": [DRA_DEVICE_CLASS]}]
+        resources["deviceClassMappings"] = [{"name": names.DRA_RESOURCE, "deviceClassNames": [names.DRA_DEVICE_CLASS]}]
     config = {
         "apiVersion": CONFIG_API,
         "kind": "Configuration",

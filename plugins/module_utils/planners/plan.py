@@ -17,6 +17,7 @@ import dataclasses
 import datetime
 from collections import defaultdict
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import (
     changes, dra_claims, kueue_quotas, mig_planner, sharing_planner)
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid, Problems
@@ -24,12 +25,8 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_cata
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import (
     Inventory, check_state, clock_minutes, load_inventory, time_zone, window_minutes)
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import AUTO, DRA, MIG, MODES, SHARED_MODES, TIMESLICE, WHOLE
-from ansible_collections.gpushare.cluster.plugins.module_utils.names import PLAN_FORMAT
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import PLAN_FORMAT  # noqa: F401 (re-exported)
 
-MIG_CONFIG_LABEL = "nvidia.com/mig.config"
-DEVICE_PLUGIN_LABEL = "nvidia.com/device-plugin.config"
-DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
-DEFAULT_DEVICE_PLUGIN_CONFIG = "default"
 
 
 def build_plan(variables: dict) -> dict:
@@ -255,24 +252,27 @@ def _node_record(node, share, layouts, whole_team, suffix: str) -> dict:
             record["replicas"] = gpu.replicas
             record["resource"] = share.shared_resource
             record["realised_as"] = "mig-full-instance" if share.via_mig else "full-gpu"
+            if MODES[record["mode"]].client_limits:
+                record["per_client"] = {"compute_percent": 100 // gpu.replicas,
+                                        "memory_mib": model.memory_mib // gpu.replicas}
         elif record["mode"] == WHOLE:
-            record["resource"] = kueue_quotas.DRA_RESOURCE if node.dra else sharing_planner.WHOLE
+            record["resource"] = names.DRA_RESOURCE if node.dra else names.GPU_RESOURCE
         gpus.append(record)
     has_mig = sharing_planner.has_mig(gpus)
-    labels = {kueue_quotas.MODEL_LABEL: node.model}
+    labels = {names.GPU_MODEL_LABEL: node.model}
     mig_config = None
     if model.mig_capable:
-        mig_config = {"name": config_name if has_mig else "all-disabled", "config": _mig_parted_entries(gpus)}
-        labels[MIG_CONFIG_LABEL] = mig_config["name"]
+        mig_config = {"name": config_name if has_mig else names.MIG_DISABLED_CONFIG, "config": _mig_parted_entries(gpus)}
+        labels[names.MIG_CONFIG_LABEL] = mig_config["name"]
     device_plugin = None
     if node.dra:
-        labels[DRA_NODE_LABEL] = "true"
-        labels["nvidia.com/gpu.deploy.device-plugin"] = "false"
+        labels[names.DRA_NODE_LABEL] = "true"
+        labels[names.DEPLOY_DEVICE_PLUGIN_LABEL] = "false"
     else:
         device_plugin = {"name": config_name, "config": sharing_planner.device_plugin_config(share, has_mig)}
-        labels[DEVICE_PLUGIN_LABEL] = config_name
+        labels[names.DEVICE_PLUGIN_CONFIG_LABEL] = config_name
     if node.host_driver:
-        labels["nvidia.com/gpu.deploy.driver"] = "false"
+        labels[names.DEPLOY_DRIVER_LABEL] = "false"
     advertised = {} if node.dra else sharing_planner.advertised(whole_cards, mig_profiles, node.model, share)
     return {
         "name": node.name, "model": node.model, "product": model.product_name, "gpu_count": len(node.gpus),
@@ -373,9 +373,9 @@ def _capacities(inventory: Inventory, nodes: list[dict]):
                     capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), model, resource,
                                                             s["team"], 1))
             flavor = kueue_quotas.flavor_name(model, kind)
-            labels[flavor] = {kueue_quotas.MODEL_LABEL: model}
+            labels[flavor] = {names.GPU_MODEL_LABEL: model}
             if kind == MODES[DRA].kueue_kind:
-                labels[flavor][DRA_NODE_LABEL] = "true"
+                labels[flavor][names.DRA_NODE_LABEL] = "true"
     return capacities, labels
 
 

@@ -24,10 +24,9 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG, GpuModel
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import MODES, MPS, TIMESLICE
-
-WHOLE = "nvidia.com/gpu"
 
 
 def full_profile(model: GpuModel) -> str | None:
@@ -39,7 +38,7 @@ def full_profile(model: GpuModel) -> str | None:
 @dataclass(frozen=True)
 class NodeSharing:
     """How the device plugin shares GPUs on one node."""
-    method: str | None              # None, "timeSlicing" or "mps"
+    method: str | None              # None or a device_plugin_method of sharing_modes.MODES
     resource: str | None            # the resource that is shared
     replicas: int | None
     via_mig: bool                   # time-sliced cards are one full-size MIG instance
@@ -56,11 +55,11 @@ def node_sharing(model_key: str, modes: dict[int, str], replicas: dict[int, int]
     sliced = tuple(sorted(i for i, m in modes.items() if m == TIMESLICE))
     mps = tuple(sorted(i for i, m in modes.items() if m == MPS))
     if mps:
-        return NodeSharing(MODES[MPS].device_plugin_method, WHOLE, replicas[mps[0]], False, mps)
+        return NodeSharing(MODES[MPS].device_plugin_method, names.GPU_RESOURCE, replicas[mps[0]], False, mps)
     if not sliced:
         return NodeSharing(None, None, None, False, ())
     if len(sliced) == len(modes) or not model.mig_capable:
-        return NodeSharing(MODES[TIMESLICE].device_plugin_method, WHOLE, replicas[sliced[0]], False, sliced)
+        return NodeSharing(MODES[TIMESLICE].device_plugin_method, names.GPU_RESOURCE, replicas[sliced[0]], False, sliced)
     profile = model.profile(full_profile(model))
     return NodeSharing(MODES[TIMESLICE].device_plugin_method, profile.resource_name, replicas[sliced[0]], True, sliced)
 
@@ -89,17 +88,12 @@ def device_plugin_config(sharing: NodeSharing, mig: bool) -> dict:
     """The device plugin config document for one node (ConfigMap value, version v1);
     ``mig``: whether the node has MIG slices."""
     config: dict = {"version": "v1", "flags": {"migStrategy": mig_strategy(mig)}}
-    if sharing.method == "timeSlicing":
-        config["sharing"] = {"timeSlicing": {
-            "renameByDefault": True,
-            "failRequestsGreaterThanOne": True,
-            "resources": [{"name": sharing.resource, "replicas": sharing.replicas}],
-        }}
-    elif sharing.method == MPS:
-        config["sharing"] = {"mps": {
-            "renameByDefault": True,
-            "resources": [{"name": sharing.resource, "replicas": sharing.replicas}],
-        }}
+    if sharing.method:
+        method = {"renameByDefault": True}
+        if sharing.method == MODES[TIMESLICE].device_plugin_method:
+            method["failRequestsGreaterThanOne"] = True   # MPS has no such flag
+        method["resources"] = [{"name": sharing.resource, "replicas": sharing.replicas}]
+        config["sharing"] = {sharing.method: method}
     return config
 
 
@@ -108,7 +102,7 @@ def advertised(whole_gpus: int, mig_profiles: list[str], model_key: str, sharing
     model = CATALOG[model_key]
     counts: Counter = Counter()
     if whole_gpus:
-        counts[WHOLE] += whole_gpus
+        counts[names.GPU_RESOURCE] += whole_gpus
     for name in mig_profiles:
         counts[model.profile(name).resource_name] += 1
     if sharing.method:

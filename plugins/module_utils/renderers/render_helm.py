@@ -2,9 +2,9 @@
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Plan to the Helm values of the GPU stack: GPU Operator, DRA driver, Kueue, kube-prometheus-stack.
 
-Pure functions of the Plan (and, for the GPU Operator, of the container runtime paths the
-Kubernetes roles recorded). The roles pass the result to ``kubernetes.core.helm``; nothing
-here talks to a cluster. Facts and their sources: the NVIDIA GPU Operator docs
+Pure functions of the Plan (and, for the GPU Operator and the DRA driver, of the container
+runtime paths of the fact gpushare_distribution). The roles pass the result to
+``kubernetes.core.helm``; nothing here talks to a cluster. Facts and their sources: the NVIDIA GPU Operator docs
 (NVIDIA/cloud-native-docs ``gpu-operator/*.rst``) and chart ``values.yaml``, the DRA Driver for
 NVIDIA GPUs chart and docs (kubernetes-sigs/dra-driver-nvidia-gpu), each cited where used, and
 the Kueue v0.19.2 chart (``charts/kueue``).
@@ -12,8 +12,6 @@ the Kueue v0.19.2 chart (``charts/kueue``).
 
 from __future__ import annotations
 
-import copy
-import datetime
 import hashlib
 import json
 
@@ -22,67 +20,32 @@ try:
 except ImportError:     # ansible-core depends on PyYAML; this only keeps `import` sanity quiet
     yaml = None
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions
+from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import sharing_planner
-from ansible_collections.gpushare.cluster.plugins.module_utils.names import MANAGED_BY_KEY, MANAGED_BY_VALUE
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.kueue_config import kueue_manager_config
 
-# The ConfigMaps render_manifests writes (the gpu_operator role applies them before the chart).
-MIG_CONFIGMAP = "gpushare-mig-config"
-DEVICE_PLUGIN_CONFIGMAP = "gpushare-device-plugin-config"
-DEVICE_PLUGIN_DEFAULT_KEY = "default"
-DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
-
-# NVIDIA/cloud-native-docs gpu-operator/getting-started.rst, "MicroK8s"; the microk8s
-# role records the same paths as facts (microk8s_runtime_paths).
-MICROK8S_RUNTIME_PATHS = {
-    "containerd_config": "/var/snap/microk8s/current/args/containerd-template.toml",
-    "containerd_socket": "/var/snap/microk8s/common/run/containerd.sock",
-    "runtime_config_source": "file=/var/snap/microk8s/current/args/containerd.toml",
-    "kubelet_root_dir": "/var/snap/microk8s/common/var/lib/kubelet",
-}
+# The GPU Operator's and the DRA driver's kubelet root (each distribution's is in the
+# distributions table, inventory/distributions.py).
 DEFAULT_KUBELET_ROOT = "/var/lib/kubelet"
 # The DRA kubelet plugin's driver root with a host driver / an operator-managed driver
 # (nvidiaDriverRoot in the dra-driver-nvidia-gpu chart values.yaml, v0.4.1).
 HOST_DRIVER_ROOT = "/"
 OPERATOR_DRIVER_ROOT = "/run/nvidia/driver"
 
-# Kueue v0.19.2 config/components/manager/controller_manager_config.yaml (what the release
-# manifests and the chart ship); the Plan's configuration is merged over it.
-KUEUE_BASE_CONFIGURATION = {
-    "apiVersion": "config.kueue.x-k8s.io/v1beta2",
-    "kind": "Configuration",
-    "health": {"healthProbeBindAddress": ":8081"},
-    "metrics": {"bindAddress": ":8443"},
-    "webhook": {"port": 9443},
-    "leaderElection": {"leaderElect": True, "resourceName": "c1f6bfd2.kueue.x-k8s.io"},
-    "controller": {"groupKindConcurrency": {
-        "Job.batch": 5, "Pod": 5, "Workload.kueue.x-k8s.io": 10, "LocalQueue.kueue.x-k8s.io": 5,
-        "Cohort.kueue.x-k8s.io": 1, "ClusterQueue.kueue.x-k8s.io": 5, "ResourceFlavor.kueue.x-k8s.io": 1}},
-    "clientConnection": {"qps": 300, "burst": 500},
-    "integrations": {"frameworks": [
-        "batch/job", "kubeflow.org/mpijob", "ray.io/rayjob", "ray.io/raycluster", "ray.io/rayservice",
-        "jobset.x-k8s.io/jobset", "workload.codeflare.dev/appwrapper", "trainer.kubeflow.org/trainjob",
-        "pod", "deployment", "statefulset", "leaderworkerset.x-k8s.io/leaderworkerset"]},
-}
-KUEUE_IMAGE = {"repository": "registry.k8s.io/kueue/kueue", "tag": "v0.19.2", "pullPolicy": "IfNotPresent"}
-
-# Node labels kube-state-metrics must export for the MIG alert (kube_node_labels).
-KSM_NODE_LABELS = ["nvidia.com/mig.config", "nvidia.com/mig.config.state", "gpushare.cluster/gpu-model"]
 GRAFANA_DASHBOARD_DIR = "/var/lib/grafana/dashboards/gpushare"
 
 
-def deep_merge(base: dict, override: dict) -> dict:
-    """Dicts merged recursively; anything else in override (lists included) replaces base."""
-    merged = copy.deepcopy(base)
-    for key, value in (override or {}).items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = deep_merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
 def config_hash(data) -> str:
-    """Stable short hash of a ConfigMap's data (or any JSON value), for restart annotations."""
+    """Stable short hash of a ConfigMap's data (or any JSON value), for restart annotations.
+
+    Args:
+        data: any JSON value, usually a ConfigMap's ``data`` dict or a configuration text; keys
+            are sorted first, so their order does not change the hash.
+
+    Returns:
+        The first 16 hex digits of the SHA-256 of its JSON, a string.
+    """
     return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -128,8 +91,8 @@ def mig_strategy(plan: dict) -> str:
 
 
 def dra_nodes(plan: dict) -> list[dict]:
-    names = set(plan.get("dra", {}).get("nodes", []))
-    return [n for n in plan["nodes"] if n["name"] in names or n.get("dra")]
+    listed = set(plan.get("dra", {}).get("nodes", []))
+    return [n for n in plan["nodes"] if n["name"] in listed or n.get("dra")]
 
 
 def operator_manages_driver(plan: dict) -> bool:
@@ -139,12 +102,12 @@ def operator_manages_driver(plan: dict) -> bool:
 
 
 def runtime_paths(plan: dict, distribution_facts: dict | None = None) -> dict:
-    """Container runtime paths for the toolkit: the facts the Kubernetes roles recorded,
-    else the distribution's known paths (MicroK8s), else {} (the operator's defaults)."""
+    """Container runtime paths for the toolkit: the runtime paths of the fact
+    gpushare_distribution (``distribution_facts``; empty ones left out) over those the Plan's
+    distribution always needs (``distributions.assumed_runtime``: MicroK8s' paths; none where
+    they are the operator's defaults, kubeadm)."""
     facts = {k: v for k, v in (distribution_facts or {}).items() if v}
-    if plan["cluster"]["kubernetes_distribution"] == "microk8s":
-        return dict(MICROK8S_RUNTIME_PATHS, **facts)
-    return facts
+    return dict(distributions.assumed_runtime(plan["cluster"]["kubernetes_distribution"]), **facts)
 
 
 def dcgm_resource_names(plan: dict) -> list[str]:
@@ -153,27 +116,48 @@ def dcgm_resource_names(plan: dict) -> list[str]:
     NVIDIA_RESOURCE_NAMES (internal/pkg/transformation/kubernetes.go, 4.5-4.8), so a
     time-sliced nvidia.com/gpu.shared GPU has no namespace unless it is listed; all are listed,
     so attribution does not depend on how the exporter merges the list with its defaults."""
-    names = set()
+    resources = set()
     for nodes in [plan["nodes"]] + [w["nodes"] for w in plan.get("windows", [])]:
         for node in nodes:
-            names.update(node.get("advertised") or {})
-    return sorted(names)
+            resources.update(node.get("advertised") or {})
+    return sorted(resources)
 
 
-def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, chart_version: str = "v26.3.3",
+def gpu_operator_values(plan: dict, distribution_facts: dict | None = None,
+                        chart_version: str = names.VERSIONS["gpu-operator"],
                         service_monitor: bool = True, nfd: bool = True) -> dict:
-    """Values for the nvidia/gpu-operator chart: its values.yaml (v26.3.3 / v26.7.0) and the
-    NVIDIA/cloud-native-docs pages gpu-operator-mig.rst, gpu-sharing.rst, getting-started.rst
-    and dra-intro-install.rst."""
+    """Values for the nvidia/gpu-operator chart, from the Plan.
+
+    After the chart's values.yaml (v26.3.3 / v26.7.0) and the NVIDIA/cloud-native-docs pages
+    gpu-operator-mig.rst, gpu-sharing.rst, getting-started.rst and dra-intro-install.rst: the
+    driver unless the host has one, the MIG strategy, MIG Manager and device plugin reading the
+    ConfigMaps the role applies, DCGM exporter and its ServiceMonitor, the toolkit's runtime paths.
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+        distribution_facts: the container runtime paths the Kubernetes roles recorded, a dict
+            with any of ``containerd_config``, ``containerd_socket``, ``runtime_config_source``
+            and ``kubelet_root_dir``; empty values are left out, and on MicroK8s its known paths
+            fill in the rest. Empty or none: the operator's defaults.
+        chart_version: the gpu-operator chart version the values are for, e.g. ``v26.3.3``; a
+            kubelet root other than /var/lib/kubelet is only set (``hostPaths.kubeletRootDir``)
+            from v26.7.0.
+        service_monitor: whether the DCGM exporter gets a ServiceMonitor (its CRD must exist).
+        nfd: whether the chart deploys Node Feature Discovery.
+
+    Returns:
+        The chart values, a dict (the role merges its image settings and overrides over them).
+    """
     values = {
         "driver": {"enabled": operator_manages_driver(plan)},
         "toolkit": {"enabled": True},
         "mig": {"strategy": mig_strategy(plan)},
-        # The role applies the ConfigMap (every node's layout, windows included) before the
-        # chart; the node label nvidia.com/mig.config picks the layout per node.
-        "migManager": {"enabled": True, "config": {"name": MIG_CONFIGMAP, "create": False, "default": "all-disabled"}},
-        "devicePlugin": {"enabled": True, "config": {"name": DEVICE_PLUGIN_CONFIGMAP, "create": False,
-                                                     "default": DEVICE_PLUGIN_DEFAULT_KEY}},
+        # The role applies the ConfigMaps (render_manifests: every node's layout, windows
+        # included) before the chart; the node label names.MIG_CONFIG_LABEL picks the layout per node.
+        "migManager": {"enabled": True, "config": {"name": names.MIG_CONFIGMAP, "create": False,
+                                                   "default": names.MIG_DISABLED_CONFIG}},
+        "devicePlugin": {"enabled": True, "config": {"name": names.DEVICE_PLUGIN_CONFIGMAP, "create": False,
+                                                     "default": names.DEVICE_PLUGIN_DEFAULT_CONFIG}},
         "gfd": {"enabled": True},
         "nfd": {"enabled": nfd},
         "dcgmExporter": {"enabled": True, "serviceMonitor": {
@@ -201,13 +185,29 @@ def gpu_operator_values(plan: dict, distribution_facts: dict | None = None, char
     if dra_nodes(plan) and values["driver"]["enabled"]:
         # The driver manager also evicts the DRA kubelet plugin before a driver upgrade
         # (NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst).
-        values["driver"]["manager"] = {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": DRA_NODE_LABEL}]}
+        values["driver"]["manager"] = {"env": [{"name": "NODE_LABEL_FOR_GPU_POD_EVICTION", "value": names.DRA_NODE_LABEL}]}
     return values
 
 
 def dra_driver_values(plan: dict, distribution_facts: dict | None = None, compute_domains: bool = False) -> dict:
-    """Values for the DRA driver chart dra-driver-nvidia-gpu 0.4.x (its values.yaml, v0.4.1, and
-    NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst)."""
+    """Values for the DRA driver chart dra-driver-nvidia-gpu 0.4.x, from the Plan.
+
+    After its values.yaml (v0.4.1) and NVIDIA/cloud-native-docs gpu-operator/dra-intro-install.rst:
+    the kubelet plugin runs on the Plan's DRA nodes only, with their driver's root (host or GPU
+    Operator).
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict. It must have
+            DRA nodes, all with the same kind of driver (host or GPU Operator); otherwise the
+            filter fails saying which.
+        distribution_facts: the container runtime paths the Kubernetes roles recorded (as for
+            ``gpu_operator_values``); a kubelet root other than /var/lib/kubelet moves the
+            plugin's registrar and plugins directories.
+        compute_domains: whether the driver also serves ComputeDomains (multi-node NVLink).
+
+    Returns:
+        The chart values, a dict.
+    """
     nodes = dra_nodes(plan)
     if not nodes:
         raise ValueError("the Plan has no DRA nodes; the DRA driver is not installed")
@@ -222,8 +222,8 @@ def dra_driver_values(plan: dict, distribution_facts: dict | None = None, comput
         "gpuResourcesEnabledOverride": True,
         "resources": {"gpus": {"enabled": True}, "computeDomains": {"enabled": compute_domains}},
         "kubeletPlugin": {
-            "nodeSelector": {DRA_NODE_LABEL: "true"},
-            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "nodeSelector": {names.DRA_NODE_LABEL: "true"},
+            "tolerations": [dict(names.GPU_TOLERATION)],
         },
     }
     kubelet_root = runtime_paths(plan, distribution_facts).get("kubelet_root_dir")
@@ -233,47 +233,73 @@ def dra_driver_values(plan: dict, distribution_facts: dict | None = None, comput
     return values
 
 
-def kueue_manager_config(plan: dict, cluster_queue_metrics: bool = True) -> dict:
-    """The whole Kueue Configuration: v0.19.2's shipped config with the Plan's merged over it.
-
-    Lists (integrations.frameworks, deviceClassMappings) come from the Plan whole.
-    ClusterQueue resource metrics (kueue_cluster_queue_resource_usage, _nominal_quota) are
-    off unless metrics.enableClusterQueueResources; the team dashboard needs them.
-    """
-    config = deep_merge(KUEUE_BASE_CONFIGURATION, plan["kueue"]["configuration"])
-    if cluster_queue_metrics:
-        config["metrics"]["enableClusterQueueResources"] = True
-    return config
-
-
 def kueue_values(plan: dict, image: dict | None = None, enable_prometheus: bool = False,
-                 prometheus_namespace: str = "monitoring", cluster_queue_metrics: bool = True) -> dict:
-    """Values for the Kueue chart (charts/kueue at v0.19.2). The chart stamps a checksum of
-    its manager ConfigMap on the pod template, so a changed config rolls the controller."""
+                 prometheus_namespace: str = names.MONITORING_NAMESPACE, cluster_queue_metrics: bool = True) -> dict:
+    """Values for the Kueue chart (charts/kueue at v0.19.2), from the Plan.
+
+    The manager configuration is the Plan's (``kueue_manager_config_yaml``). The chart stamps a
+    checksum of its manager ConfigMap on the pod template, so a changed config rolls the
+    controller.
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+        image: overrides of the controller image, a dict with any of ``repository``, ``tag`` and
+            ``pullPolicy``; empty or none keeps registry.k8s.io/kueue/kueue at the pinned version.
+        enable_prometheus: whether the chart creates Kueue's ServiceMonitor (its CRD must exist).
+        prometheus_namespace: namespace of the Prometheus that scrapes Kueue (the chart's metrics
+            RoleBinding).
+        cluster_queue_metrics: whether Kueue exports the ClusterQueue resource metrics
+            (``metrics.enableClusterQueueResources``; the team dashboard needs them).
+
+    Returns:
+        The chart values, a dict.
+    """
     return {
-        "fullnameOverride": "kueue",
+        "fullnameOverride": names.KUEUE_FULLNAME,
         "enablePrometheus": enable_prometheus,
         "metrics": {"prometheusNamespace": prometheus_namespace},
-        "controllerManager": {"manager": {"image": dict(KUEUE_IMAGE, **(image or {}))}},
+        "controllerManager": {"manager": {"image": dict(names.KUEUE_IMAGE, **(image or {}))}},
         "managerConfig": {"controllerManagerConfigYaml": yaml.safe_dump(
             kueue_manager_config(plan, cluster_queue_metrics), sort_keys=False)},
     }
 
 
-def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-grafana-admin",
+def kube_prometheus_values(plan: dict, grafana_admin_secret: str = names.GRAFANA_ADMIN_SECRET,
                            dcgm_dashboard: dict | None = None, ksm_node_labels: list | None = None,
                            retention: str = "30d", retention_size: str = "", storage_size: str = "") -> dict:
-    """Values for kube-prometheus-stack: every ServiceMonitor/PrometheusRule selected (the DCGM
-    exporter's and Kueue's come from other releases), node labels for the MIG alert, Grafana
-    with an existing admin Secret and the DCGM dashboard (grafana.com 12239 by gnetId, or a
-    mirror URL for air-gapped sites)."""
+    """Values for the kube-prometheus-stack chart.
+
+    Every ServiceMonitor/PrometheusRule is selected (the DCGM exporter's and Kueue's come from
+    other releases), kube-state-metrics exports the node labels of the MIG alert and the team
+    label of namespaces, Grafana uses an existing admin Secret and loads the DCGM dashboard
+    (grafana.com 12239 by gnetId, or a mirror URL for air-gapped sites) and the team dashboard
+    ConfigMap (its sidecar).
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict. The values do
+            not depend on it today; it is the input as for the other charts' values.
+        grafana_admin_secret: name of the existing Secret holding Grafana's admin user and password
+            (keys ``admin-user`` and ``admin-password``).
+        dcgm_dashboard: the Grafana chart's dashboard entry for the DCGM exporter dashboard, a dict
+            merged over ``{gnetId: 12239, revision: 2, datasource: Prometheus}``; with ``url`` (a
+            mirror) gnetId and revision are dropped.
+        ksm_node_labels: the node labels kube-state-metrics exports, a list of label keys; empty or
+            none gives those the MIG alert needs (nvidia.com/mig.config, nvidia.com/mig.config.state,
+            gpushare.cluster/gpu-model).
+        retention: how long Prometheus keeps samples, e.g. ``30d``.
+        retention_size: the most disk Prometheus' samples take, e.g. ``50GB``; empty for no limit.
+        storage_size: size of a PersistentVolumeClaim for Prometheus' data, e.g. ``100Gi``; empty
+            keeps the data in an emptyDir (lost when the pod moves).
+
+    Returns:
+        The chart values, a dict.
+    """
     dashboard = {"gnetId": 12239, "revision": 2, "datasource": "Prometheus"}
     dashboard.update(dcgm_dashboard or {})
     if dashboard.get("url"):
         dashboard.pop("gnetId", None)
         dashboard.pop("revision", None)
-    labels = ksm_node_labels or KSM_NODE_LABELS
-    team_label = "gpushare.cluster/team"
+    labels = ksm_node_labels or names.KSM_NODE_LABELS
     # Weeks of history for the usage advisor (the chart keeps 10d); without a volume the
     # history lives in an emptyDir and is lost when the pod moves.
     spec = {
@@ -292,7 +318,7 @@ def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-gra
     return {
         "prometheus": {"prometheusSpec": spec},
         "kube-state-metrics": {"metricLabelsAllowlist": [
-            "nodes=[%s]" % ",".join(labels), "namespaces=[%s]" % team_label]},
+            "nodes=[%s]" % ",".join(labels), "namespaces=[%s]" % names.TEAM_LABEL]},
         "grafana": {
             "admin": {"existingSecret": grafana_admin_secret, "userKey": "admin-user", "passwordKey": "admin-password"},
             "dashboardProviders": {"dashboardproviders.yaml": {"apiVersion": 1, "providers": [{
@@ -300,152 +326,25 @@ def kube_prometheus_values(plan: dict, grafana_admin_secret: str = "gpushare-gra
                 "editable": False, "options": {"path": GRAFANA_DASHBOARD_DIR}}]}},
             "dashboards": {"gpushare": {"nvidia-dcgm-exporter": dashboard}},
             # Our own dashboard is a ConfigMap the role applies; the sidecar loads it.
-            "sidecar": {"dashboards": {"enabled": True, "label": "grafana_dashboard", "labelValue": "1",
+            "sidecar": {"dashboards": {"enabled": True, "label": names.GRAFANA_DASHBOARD_LABEL,
+                                       "labelValue": names.GRAFANA_DASHBOARD_LABEL_VALUE,
                                        "searchNamespace": "ALL"}},
         },
     }
 
 
-# --- Helpers the roles use on what kubernetes.core.k8s_info returns ---------------------
-
-def _asked(pod: dict) -> set[str]:
-    spec = pod.get("spec", {})
-    containers = (spec.get("containers") or []) + (spec.get("initContainers") or [])
-    return {name for c in containers for part in ("limits", "requests")
-            for name in ((c.get("resources") or {}).get(part) or {}) if name.startswith("nvidia.com/")}
-
-
-def _pod_name(pod: dict) -> str:
-    return "%s/%s" % (pod.get("metadata", {}).get("namespace"), pod.get("metadata", {}).get("name"))
-
-
-def _live(pods: list, exclude_namespaces) -> list[dict]:
-    return [p for p in pods or [] if p.get("metadata", {}).get("namespace") not in exclude_namespaces
-            and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")]
-
-
-def gpu_pods(pods: list, exclude_namespaces: list | tuple = ()) -> list[str]:
-    """namespace/name of pods that hold a GPU (an nvidia.com/* request or limit, or a
-    ResourceClaim), not finished, outside exclude_namespaces (the operator's operands)."""
-    return [_pod_name(p) for p in _live(pods, exclude_namespaces) if _asked(p) or p.get("spec", {}).get("resourceClaims")]
-
-
-# A node annotation the gpu_operator role keeps: GPU index -> when the role last changed that
-# GPU's MIG layout. A pod that started before then cannot hold that GPU (see pods_on_changing_gpus).
-LAYOUT_SINCE_ANNOTATION = "gpushare.cluster/gpu-layout-since"
-
-
-def _gpu_resources(gpu: dict) -> set[str]:
-    """The device-plugin resources one planned GPU serves."""
-    if gpu.get("resource"):
-        return {gpu["resource"]}
-    return {"nvidia.com/mig-" + s["profile"] for s in (gpu.get("mig") or {}).get("slices", [])}
-
-
-def _changing_gpus(plan: dict, node: str, current_config: str | None, planned_config: str) -> dict | None:
-    """GPU index -> resources it serves now, for the GPUs that changing ``node``'s
-    nvidia.com/mig.config from ``current_config`` to ``planned_config`` re-partitions
-    (mig-parted leaves the others alone). None when either config is not a state of this
-    plan (first install, another tool's layout): then which GPUs change is unknown."""
-    states = {n["mig_config"]["name"]: n for n in plan["nodes"] + [m for w in plan.get("windows", []) for m in w["nodes"]]
-              if n["name"] == node and n.get("mig_config")}
-    if current_config not in states or planned_config not in states:
-        return None
-
-    def layout(gpu):  # what mig-parted applies: MIG on or off, and the profile counts
-        return None if gpu["mig"] is None else gpu["mig"]["profiles"]
-
-    now = {g["index"]: g for g in states[current_config]["gpus"]}
-    planned = {g["index"]: g for g in states[planned_config]["gpus"]}
-    return {i: sorted(_gpu_resources(now[i])) for i in now if layout(now[i]) != layout(planned[i])}
-
-
-def _parse_time(value: str | None) -> datetime.datetime | None:
-    if not value:
-        return None
-    return datetime.datetime.strptime(value.replace("Z", "+0000"), "%Y-%m-%dT%H:%M:%S%z")
-
-
-def pods_on_changing_gpus(pods: list, plan: dict, node: str, current_config: str | None, planned_config: str,
-                          layout_since: str | None = None, exclude_namespaces: list | tuple = ()) -> list[str]:
-    """namespace/name of the pods that may hold a GPU the MIG change re-partitions.
-
-    The device plugin does not say which GPU a pod got, but a pod keeps the device it was
-    given at start, so it can only be on a changing GPU if it asks for a resource that GPU
-    serves now and started after that GPU's layout last changed (``layout_since``, the JSON
-    of LAYOUT_SINCE_ANNOTATION). Without that record, or from a layout that is no state of
-    the plan, every pod asking for such a resource (or for any GPU) counts. Pods with a
-    ResourceClaim always count."""
-    changing = _changing_gpus(plan, node, current_config, planned_config)
-    if changing is None:
-        return gpu_pods(pods, exclude_namespaces)
-    changed_at = {index: _parse_time(stamp) for index, stamp in (json.loads(layout_since) if layout_since else {}).items()}
-
-    def may_hold(pod, index, resources):
-        if not _asked(pod) & set(resources):
-            return False
-        started = _parse_time(pod.get("status", {}).get("startTime") or pod.get("metadata", {}).get("creationTimestamp"))
-        since = changed_at.get(str(index))
-        return started is None or since is None or started >= since
-
-    return [_pod_name(p) for p in _live(pods, exclude_namespaces)
-            if p.get("spec", {}).get("resourceClaims") or any(may_hold(p, i, r) for i, r in changing.items())]
-
-
-def gpu_layout_since(plan: dict, node: str, current_config: str | None, planned_config: str,
-                     layout_since: str | None, now: str) -> str:
-    """The new LAYOUT_SINCE_ANNOTATION value: ``now`` (RFC 3339, UTC) for each GPU the change
-    re-partitions (every GPU when that is unknown), earlier entries kept for the others."""
-    since = json.loads(layout_since) if layout_since else {}
-    changing = _changing_gpus(plan, node, current_config, planned_config)
-    gpus = changing.keys() if changing is not None else [
-        g["index"] for n in plan["nodes"] if n["name"] == node for g in n["gpus"]]
-    since.update({str(i): now for i in gpus})
-    return json.dumps(dict(sorted(since.items(), key=lambda kv: int(kv[0]))), separators=(",", ":"))
-
-
 def dra_mig_layout_hash(plan: dict) -> str:
-    """Hash of the DRA nodes' MIG layouts: static MIG partitions are only seen by the DRA
-    kubelet plugin after it restarts (dra-intro-install.rst, known issues: "Restart the DRA
-    driver pod to discover MIG devices created by the GPU Operator MIG Manager")."""
+    """Hash of the DRA nodes' MIG layouts, to restart the DRA kubelet plugin on a change.
+
+    Static MIG partitions are only seen by the DRA kubelet plugin after it restarts
+    (dra-intro-install.rst, known issues: "Restart the DRA driver pod to discover MIG devices
+    created by the GPU Operator MIG Manager").
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+
+    Returns:
+        The ``config_hash`` of each DRA node's name and MIG configuration name, a string of 16 hex
+        digits.
+    """
     return config_hash({n["name"]: n.get("mig_config") for n in dra_nodes(plan)})
-
-
-def object_key(obj: dict) -> str:
-    return "%s/%s/%s" % (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
-
-
-def unmanaged(objects: list) -> list[str]:
-    """Keys of the objects lacking app.kubernetes.io/managed-by=gpushare.cluster."""
-    return [object_key(o) for o in objects or []
-            if (o["metadata"].get("labels") or {}).get(MANAGED_BY_KEY) != MANAGED_BY_VALUE]
-
-
-def window_flavors(plan: dict) -> list[str]:
-    """ResourceFlavors the base state or some sharing window needs: never pruned, whichever
-    state is applied now (a ClusterQueue of the next state refers to them)."""
-    states = [plan["kueue"]["objects"]] + [w["kueue"]["objects"] for w in plan.get("windows", [])]
-    return sorted({o["metadata"]["name"] for objects in states for o in objects if o["kind"] == "ResourceFlavor"})
-
-
-def prune_candidates(results: list, wanted: list, protected_flavors: list | tuple = ()) -> list[dict]:
-    """Labelled objects that the Plan no longer has; ResourceFlavors a window needs are kept.
-    ``results`` are those of a looped read, one kind per loop item (api_version, kind), with
-    the objects under ``resources`` (k8s_info) or as the one fact a looped set_fact set (a
-    kubernetes.core.k8s lookup). List items of built-in kinds carry no kind/apiVersion, so
-    they come from the loop item."""
-    keep = {object_key(o) for o in wanted or []}
-    out = []
-    for result in results or []:
-        listed = result["resources"] if "resources" in result else next(iter((result.get("ansible_facts") or {}).values()), [])
-        for obj in listed or []:
-            obj = dict(obj, kind=result["item"]["kind"], apiVersion=result["item"]["api_version"])
-            if object_key(obj) in keep or (obj["kind"] == "ResourceFlavor" and obj["metadata"]["name"] in protected_flavors):
-                continue
-            out.append({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
-                        "metadata": {k: v for k, v in obj["metadata"].items() if k in ("name", "namespace")}})
-    return out
-
-
-def kueue_manager_config_yaml(plan: dict, cluster_queue_metrics: bool = True) -> str:
-    return yaml.safe_dump(kueue_manager_config(plan, cluster_queue_metrics), sort_keys=False)

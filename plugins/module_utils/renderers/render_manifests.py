@@ -13,17 +13,13 @@ try:
 except ImportError:     # ansible-core depends on PyYAML; this only keeps `import` sanity quiet
     yaml = None
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_helm import kueue_manager_config
-from ansible_collections.gpushare.cluster.plugins.module_utils.names import MANAGED_LABEL
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.kueue_config import kueue_manager_config
+from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.sharing_planner import cluster_mig_strategy
-
-MIG_CONFIGMAP = "gpushare-mig-config"
-DEVICE_PLUGIN_CONFIGMAP = "gpushare-device-plugin-config"
-GPU_OPERATOR_NAMESPACE = "gpu-operator"
 
 
 def _meta(name: str, namespace: str | None = None, labels: dict | None = None) -> dict:
-    meta = {"name": name, "labels": dict(MANAGED_LABEL, **(labels or {}))}
+    meta = {"name": name, "labels": dict(names.MANAGED_LABEL, **(labels or {}))}
     if namespace:
         meta["namespace"] = namespace
     return meta
@@ -31,19 +27,20 @@ def _meta(name: str, namespace: str | None = None, labels: dict | None = None) -
 
 def mig_parted_document(nodes_in_states: list[list[dict]]) -> dict:
     """One mig-parted config (version v1) holding every node's layout, windows included."""
-    configs = {"all-disabled": [{"devices": "all", "mig-enabled": False}]}
+    configs = {names.MIG_DISABLED_CONFIG: [{"devices": "all", "mig-enabled": False}]}
     for nodes in nodes_in_states:
         for node in nodes:
             mig = node.get("mig_config")
-            if mig and mig["name"] != "all-disabled":
+            if mig and mig["name"] != names.MIG_DISABLED_CONFIG:
                 configs[mig["name"]] = mig["config"]
     return {"version": "v1", "mig-configs": dict(sorted(configs.items()))}
 
 
 def device_plugin_documents(nodes_in_states: list[list[dict]]) -> dict[str, dict]:
-    """Every node's config by name, plus ``default`` for GPU nodes the plan does not know."""
+    """Every node's config by name, plus ``default`` (names.DEVICE_PLUGIN_DEFAULT_CONFIG) for
+    GPU nodes the plan does not know."""
     strategy = cluster_mig_strategy(n for nodes in nodes_in_states for n in nodes)
-    docs = {"default": {"version": "v1", "flags": {"migStrategy": strategy}}}
+    docs = {names.DEVICE_PLUGIN_DEFAULT_CONFIG: {"version": "v1", "flags": {"migStrategy": strategy}}}
     for nodes in nodes_in_states:
         for node in nodes:
             if node.get("device_plugin_config"):
@@ -72,13 +69,13 @@ def _dump_all(documents) -> str:
     return yaml.dump_all(documents, Dumper=_dumper(), sort_keys=False, default_flow_style=False)
 
 
-def gpu_operator_objects(plan: dict, namespace: str = GPU_OPERATOR_NAMESPACE) -> list[dict]:
+def gpu_operator_objects(plan: dict, namespace: str = names.GPU_OPERATOR_NAMESPACE) -> list[dict]:
     states = [plan["nodes"]] + [w["nodes"] for w in plan["windows"]]
     objects = [{
-        "apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(MIG_CONFIGMAP, namespace),
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(names.MIG_CONFIGMAP, namespace),
         "data": {"config.yaml": _dump(mig_parted_document(states))},
     }, {
-        "apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(DEVICE_PLUGIN_CONFIGMAP, namespace),
+        "apiVersion": "v1", "kind": "ConfigMap", "metadata": _meta(names.DEVICE_PLUGIN_CONFIGMAP, namespace),
         "data": {name: _dump(doc) for name, doc in device_plugin_documents(states).items()},
     }]
     return objects
@@ -95,13 +92,13 @@ def namespace_objects(plan: dict) -> list[dict]:
     for team in plan["teams"]:
         for ns in team["namespaces"]:
             objects.append({"apiVersion": "v1", "kind": "Namespace",
-                            "metadata": _meta(ns, labels={"gpushare.cluster/team": team["name"]})})
+                            "metadata": _meta(ns, labels={names.TEAM_LABEL: team["name"]})})
             if team["members"]:
                 # Members may use what their namespace holds, its LocalQueue included; the
                 # ClusterQueue's namespaceSelector keeps them out of other teams' quota.
                 objects.append({
                     "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
-                    "metadata": _meta("gpushare-team-members", ns),
+                    "metadata": _meta(names.TEAM_ROLEBINDING, ns),
                     "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
                     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": m}
                                  for m in team["members"]],
@@ -127,7 +124,7 @@ def state_kueue_objects(plan: dict, window: dict | None = None) -> list[dict]:
     return sorted(objects, key=lambda o: kind_order.index(o["kind"]))
 
 
-def render(plan: dict, gpu_operator_namespace: str = GPU_OPERATOR_NAMESPACE,
+def render(plan: dict, gpu_operator_namespace: str = names.GPU_OPERATOR_NAMESPACE,
            window: dict | None = None) -> dict[str, list[dict]]:
     """Objects per stage (namespaces, gpu_operator, node_labels, dra_driver, kueue) of the
     base state, or of the state inside ``window``. The ConfigMaps hold every state's configs."""
@@ -140,14 +137,14 @@ def render(plan: dict, gpu_operator_namespace: str = GPU_OPERATOR_NAMESPACE,
     }
 
 
-def manifest_files(plan: dict, gpu_operator_namespace: str = GPU_OPERATOR_NAMESPACE) -> list[dict]:
+def manifest_files(plan: dict, gpu_operator_namespace: str = names.GPU_OPERATOR_NAMESPACE) -> list[dict]:
     """[{path, content}] for build/plan/manifests/: one multi-document YAML file per stage."""
     files = []
     for i, (stage, objects) in enumerate(render(plan, gpu_operator_namespace).items()):
         if objects:
             files.append({"path": "%02d-%s.yaml" % (i * 10, stage.replace("_", "-")),
                           "content": _dump_all(objects)})
-    # The whole manager Configuration the kueue role applies (one source: render_helm).
+    # The whole manager Configuration the kueue role applies (one source: kueue_config).
     files.append({"path": "kueue-configuration.yaml", "content": _dump(kueue_manager_config(plan))})
     for window in plan["windows"]:
         objects = node_label_objects(window["nodes"]) + window["kueue"]["objects"]

@@ -34,10 +34,9 @@ import json
 import re
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import MANAGED_LABEL
 
-PROMETHEUS_RULE_NAME = "gpushare-gpu-sharing"
-DASHBOARD_CONFIGMAP = "gpushare-dashboard-gpu-sharing"
 DASHBOARD_UID = "gpushare-by-team"
 # Kueue quota resources that are GPUs: whole, MIG (nvidia.com/mig-*), time-sliced
 # (*.shared) and DRA device-class mappings named by the Plan (gpushare.cluster/*).
@@ -171,6 +170,12 @@ def recording_rules(plan: dict, namespace_label: str = "auto", admission_window:
     return rules
 
 
+def ksm_label(key: str) -> str:
+    """kube-state-metrics' name for the Kubernetes label ``key`` in kube_node_labels:
+    label_ and the key with each character outside [a-zA-Z0-9_] as _."""
+    return "label_" + re.sub(r"[^a-zA-Z0-9_]", "_", key)
+
+
 def alert_rules(queue_wait_seconds: int = 3600, mig_failed_for: str = "5m", xid_window: str = "15m") -> list[dict]:
     """DCGM_FI_DEV_XID_ERRORS holds the last XID seen, so "> 0" would fire for ever after one
     error: the alert fires when the value changes to a non-zero XID, for XID_WINDOW."""
@@ -184,11 +189,11 @@ def alert_rules(queue_wait_seconds: int = 3600, mig_failed_for: str = "5m", xid_
                                         "see NVIDIA's XID catalogue. Check the node's kernel log (dmesg) and the pods "
                                         "on this GPU." % xid_window}},
         {"alert": "GpuMigConfigFailed",
-         "expr": 'max by (node) (kube_node_labels{label_nvidia_com_mig_config_state="failed"}) == 1',
+         "expr": 'max by (node) (kube_node_labels{%s="failed"}) == 1' % ksm_label(names.MIG_CONFIG_STATE_LABEL),
          "for": mig_failed_for, "labels": {"severity": "critical"},
          "annotations": {"summary": "MIG Manager failed to apply the MIG layout on {{ $labels.node }}",
-                         "description": "nvidia.com/mig.config.state=failed; the MIG Manager pod log on the node "
-                                        "says why. GPU pods there were stopped for the change."}},
+                         "description": "%s=failed; the MIG Manager pod log on the node says why. GPU pods "
+                                        "there were stopped for the change." % names.MIG_CONFIG_STATE_LABEL}},
         {"alert": "KueueLongQueueWait",
          "expr": "histogram_quantile(0.9, sum by (cluster_queue, le) "
                  "(rate(kueue_admission_wait_time_seconds_bucket[30m]))) > %d" % queue_wait_seconds,
@@ -211,11 +216,11 @@ def rule_groups(plan: dict, namespace_label: str = "auto", queue_wait_seconds: i
     ]
 
 
-def prometheus_rule(plan: dict, namespace: str = "monitoring", namespace_label: str = "auto",
+def prometheus_rule(plan: dict, namespace: str = names.MONITORING_NAMESPACE, namespace_label: str = "auto",
                     queue_wait_seconds: int = 3600) -> dict:
     return {
         "apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule",
-        "metadata": {"name": PROMETHEUS_RULE_NAME, "namespace": namespace, "labels": dict(MANAGED_LABEL)},
+        "metadata": {"name": names.PROMETHEUS_RULE, "namespace": namespace, "labels": dict(MANAGED_LABEL)},
         "spec": {"groups": rule_groups(plan, namespace_label, queue_wait_seconds)},
     }
 
@@ -319,16 +324,34 @@ def team_dashboard(plan: dict) -> dict:
     }
 
 
-def dashboard_configmap(plan: dict, namespace: str = "monitoring") -> dict:
+def dashboard_configmap(plan: dict, namespace: str = names.MONITORING_NAMESPACE) -> dict:
     """The dashboard as a ConfigMap the Grafana sidecar loads (label grafana_dashboard=1)."""
     return {
         "apiVersion": "v1", "kind": "ConfigMap",
-        "metadata": {"name": DASHBOARD_CONFIGMAP, "namespace": namespace,
-                     "labels": dict(MANAGED_LABEL, grafana_dashboard="1")},
+        "metadata": {"name": names.DASHBOARD_CONFIGMAP, "namespace": namespace,
+                     "labels": dict(MANAGED_LABEL, **{names.GRAFANA_DASHBOARD_LABEL: names.GRAFANA_DASHBOARD_LABEL_VALUE})},
         "data": {"gpu-sharing-by-team.json": json.dumps(team_dashboard(plan), indent=1, sort_keys=True)},
     }
 
 
-def monitoring_objects(plan: dict, namespace: str = "monitoring", namespace_label: str = "auto",
+def monitoring_objects(plan: dict, namespace: str = names.MONITORING_NAMESPACE, namespace_label: str = "auto",
                        queue_wait_seconds: int = 3600) -> list[dict]:
+    """The monitoring role's objects: the PrometheusRule and the team dashboard ConfigMap.
+
+    The PrometheusRule holds per-team usage recording rules and the alerts (XID errors, failed
+    MIG changes, long queue waits); the ConfigMap holds the Grafana team dashboard, which
+    Grafana's sidecar loads (label grafana_dashboard=1).
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+        namespace: namespace of the two objects (kube-prometheus-stack's).
+        namespace_label: the label holding the pod namespace on DCGM series: ``namespace`` (the DCGM
+            ServiceMonitor has honorLabels true, the gpu_operator role's setting),
+            ``exported_namespace`` (honorLabels false) or ``auto`` (either, whichever is there).
+        queue_wait_seconds: the queue-wait alerts fire when workloads wait longer than this many
+            seconds for admission.
+
+    Returns:
+        ``[PrometheusRule, ConfigMap]``, a list of two Kubernetes objects (dicts).
+    """
     return [prometheus_rule(plan, namespace, namespace_label, queue_wait_seconds), dashboard_configmap(plan, namespace)]

@@ -18,7 +18,9 @@ def _mig_line(gpu: dict) -> str:
 
 def _shared_line(gpu: dict) -> str:
     how = " as one %s instance" % next(iter(gpu["mig"]["profiles"])) if gpu.get("mig") else ""
-    return "%s x%d%s -> %s" % (MODES[gpu["mode"]].words, gpu["replicas"], how, gpu["resource"])
+    each = gpu.get("per_client")
+    limits = " (each pod: %d %% of the compute, %d MiB)" % (each["compute_percent"], each["memory_mib"]) if each else ""
+    return "%s x%d%s -> %s%s" % (MODES[gpu["mode"]].words, gpu["replicas"], how, gpu["resource"], limits)
 
 
 def _whole_line(gpu: dict) -> str:
@@ -105,8 +107,18 @@ def _limit(allowed: bool, limit) -> str:
 
 
 def team_lines(plan: dict) -> list[str]:
-    """One line per team: namespaces, queues, what it owns, priority, lending and borrowing
-    (site.yml prints them after the GPU stack)."""
+    """One line per team: namespaces, queues, what it owns, priority, lending and borrowing.
+
+    site.yml prints them after the GPU stack.
+
+    Args:
+        plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
+
+    Returns:
+        The lines, in the Plan's team order, a list of strings, e.g. ``training: namespaces
+        training; LocalQueue training -> ClusterQueue training; owns h200-141gb-whole
+        nvidia.com/gpu: 1; priority 100; lends idle quota; may borrow``.
+    """
     lines = []
     for t in plan["teams"]:
         owns = ", ".join("%s: %s" % kv for kv in t["owns"].items()) or "nothing"

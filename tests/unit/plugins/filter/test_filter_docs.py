@@ -1,34 +1,55 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Every filter of plugins/filter/gpushare.py has its ansible-doc file, as generated from its
-signature and docstring (regenerate with tests/unit/gen_filter_docs.py)."""
-import os
-import subprocess
-import sys
-from pathlib import Path
+"""Every filter of plugins/filter/*.py has its ansible-doc file, as generated from its
+signature and docstring (regenerate with tests/unit/gen_filter_docs.py); ansible-doc shows
+every one with a real description of each argument; and each has a caller in roles/ or
+playbooks/."""
+import json
+import re
 
 import yaml
 
-from gen_filter_docs import ROOT, expected_files  # noqa: E402
+from ansible_doc import ansible_doc, poor_descriptions  # noqa: E402
+from gen_filter_docs import FILTER_DIR, ROOT, expected_files  # noqa: E402
+
+FILTERS = sorted(expected_files())
 
 
 def test_every_filter_has_its_generated_doc_file():
     stale = []
     for name, text in expected_files().items():
-        path = ROOT / "plugins" / "filter" / ("%s.yml" % name)
+        path = FILTER_DIR / ("%s.yml" % name)
         if not path.exists() or path.read_text() != text:
             stale.append(name)
         else:
             doc = yaml.safe_load(text)["DOCUMENTATION"]
             assert doc["name"] == name and doc["short_description"] and doc["options"]["_input"]
     assert not stale, "missing or stale (run tests/unit/gen_filter_docs.py): %s" % stale
+    orphans = sorted(p.stem for p in FILTER_DIR.glob("*.yml") if p.stem not in FILTERS)
+    assert not orphans, "doc files of no filter (remove them): %s" % orphans
 
 
-def test_ansible_doc_shows_them():
-    ansible_doc = Path(sys.executable).parent / "ansible-doc"
-    env = dict(os.environ, ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"))
-    out = subprocess.run([str(ansible_doc), "-t", "filter", "-l", "gpushare.cluster"], env=env, cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout
+def test_ansible_doc_lists_every_filter_documented():
+    out = ansible_doc("-t", "filter", "-l", "gpushare.cluster")
     listed = {line.split()[0].split(".")[-1]: line for line in out.splitlines() if line.strip()}
-    for name in expected_files():
-        assert name in listed and "UNDOCUMENTED" not in listed[name], (name, listed.get(name))
+    assert sorted(listed) == FILTERS
+    undocumented = [line for line in listed.values() if "UNDOCUMENTED" in line]
+    assert not undocumented, undocumented
+
+
+def test_ansible_doc_describes_every_argument_and_result():
+    names = ["gpushare.cluster." + name for name in FILTERS]
+    text = ansible_doc("-t", "filter", *names)
+    assert "UNDOCUMENTED" not in text
+    assert not re.search(r"^\s*(\w+\s+)?Argument \w+\.$", text, re.M)
+    plugins = json.loads(ansible_doc("-t", "filter", "--json", *names))
+    assert sorted(plugins) == names
+    poor = ["%s %s" % (name, found) for name, plugin in plugins.items() for found in poor_descriptions(plugin)]
+    assert not poor, poor
+
+
+def test_every_filter_has_a_caller_in_roles_or_playbooks():
+    files = [p for folder in ("roles", "playbooks") for p in (ROOT / folder).rglob("*.yml")]
+    text = "\n".join(p.read_text() for p in files)
+    uncalled = [name for name in FILTERS if not re.search(r"\|\s*gpushare\.cluster\.%s\b" % name, text)]
+    assert not uncalled, "filters no role or playbook calls (call or remove them): %s" % uncalled

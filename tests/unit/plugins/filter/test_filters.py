@@ -1,5 +1,6 @@
-"""The gpushare.cluster filter plugin (plugins/filter/gpushare.py): each filter is a
-renderer of render_helm / render_monitoring and gives the renderer's result."""
+"""The gpushare.cluster filter plugin (plugins/filter/gpushare.py): each filter is a function
+of module_utils (render_helm, kueue_config, render_monitoring, pods, prune, node_labels,
+kube_calls) and gives that function's result."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import pytest
 
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm, render_monitoring  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils import names  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels, prune  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import kueue_config, render_helm, render_monitoring  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render  # noqa: E402
 from inventories import EXAMPLE_NAMES, load_example  # noqa: E402
@@ -20,12 +23,20 @@ from inventories import EXAMPLE_NAMES, load_example  # noqa: E402
 gpushare_filter = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter.gpushare")
 FILTERS = gpushare_filter.FilterModule().filters()
 
-HELM = ("gpu_operator_values", "dra_driver_values", "kueue_values", "kueue_manager_config_yaml",
-        "kube_prometheus_values", "gpu_pods", "config_hash", "dra_mig_layout_hash", "unmanaged",
-        "window_flavors", "prune_candidates", "pods_on_changing_gpus", "gpu_layout_since")
-MONITORING = ("monitoring_objects", "prometheus_rule", "team_dashboard", "dashboard_configmap")
-NODE_LABELS = ("node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed", "not_true")
-KUBE_CALLS = ("k8s_auth", "changed_objects")
+# module -> the filters that run its functions
+MODULES = {
+    render_helm: ("gpu_operator_values", "dra_driver_values", "kueue_values", "kube_prometheus_values",
+                  "config_hash", "dra_mig_layout_hash"),
+    kueue_config: ("kueue_manager_config_yaml",),
+    render_monitoring: ("monitoring_objects",),
+    prune: ("unmanaged", "window_flavors", "prune_candidates"),
+    node_labels: ("node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed", "not_true"),
+    kube_calls: ("k8s_auth", "changed_objects"),
+    names: ("managed_label", "k8s_name", "pinned_version"),
+}
+MODULE_OF = {name: module for module, names in MODULES.items() for name in names}
+DISTRIBUTIONS = {"distributions": distributions.names, "distribution": distributions.describe,
+                 "distribution_fact": distributions.distribution_fact}
 
 
 def _json(value):
@@ -33,16 +44,11 @@ def _json(value):
 
 
 def test_filter_names_map_to_the_renderers():
-    assert set(FILTERS) == (set(HELM) | set(MONITORING) | set(NODE_LABELS) | set(KUBE_CALLS)
-                            | {"inventory_nodes", "team_lines", "managed_label"})
-    for name in KUBE_CALLS:
-        assert FILTERS[name].__wrapped__ is getattr(kube_calls, name), name
-    for name in NODE_LABELS:
-        assert FILTERS[name].__wrapped__ is getattr(node_labels, name), name
-    for name in HELM:
-        assert FILTERS[name].__wrapped__ is getattr(render_helm, name), name
-    for name in MONITORING:
-        assert FILTERS[name].__wrapped__ is getattr(render_monitoring, name), name
+    assert set(FILTERS) == set(MODULE_OF) | set(DISTRIBUTIONS) | {"inventory_nodes", "team_lines", "plan_distribution"}
+    for name, module in MODULE_OF.items():
+        assert FILTERS[name].__wrapped__ is getattr(module, name), name
+    for name, function in DISTRIBUTIONS.items():
+        assert FILTERS[name].__wrapped__ is function, name
     for name, function in FILTERS.items():
         assert function.__doc__ and (name in function.__doc__ or function.__name__ == name), name
 
@@ -58,7 +64,7 @@ def test_filters_give_the_renderers_results():
         plan = build_plan(load_example(example))
         manifests = render(plan)
         device_plugin = next(o for o in manifests["gpu_operator"]
-                             if o["metadata"]["name"] == render_helm.DEVICE_PLUGIN_CONFIGMAP)
+                             if o["metadata"]["name"] == names.DEVICE_PLUGIN_CONFIGMAP)
         objects = manifests["namespaces"] + manifests["kueue"]
         calls = [
             ("gpu_operator_values", (plan,)),
@@ -72,19 +78,24 @@ def test_filters_give_the_renderers_results():
             ("window_flavors", (plan,)),
             ("prune_candidates", ([{"item": {"kind": "Cohort", "api_version": "kueue.x-k8s.io/v1beta2"},
                                     "resources": [{"metadata": {"name": "gone"}}]}], objects, [])),
-            ("gpu_pods", ([], ["gpu-operator"])),
-            ("pods_on_changing_gpus", ([], plan, plan["nodes"][0]["name"], "all-disabled", "x")),
-            ("gpu_layout_since", (plan, plan["nodes"][0]["name"], "all-disabled", "x", None, "T")),
             ("monitoring_objects", (plan, "monitoring", "namespace", 3600)),
-            ("prometheus_rule", (plan,)),
-            ("team_dashboard", (plan,)),
-            ("dashboard_configmap", (plan, "monitoring")),
         ]
         if render_helm.dra_nodes(plan):
             calls.append(("dra_driver_values", (plan, {}, False)))
         for name, args in calls:
-            module = render_helm if name in HELM else render_monitoring
-            assert FILTERS[name](*args) == _json(getattr(module, name)(*args)), (example, name)
+            assert FILTERS[name](*args) == _json(getattr(MODULE_OF[name], name)(*args)), (example, name)
+
+
+def test_names_and_pins_for_the_roles():
+    assert FILTERS["k8s_name"]("field_manager") == names.FIELD_MANAGER
+    assert FILTERS["k8s_name"]("gpu_operator_namespace") == names.GPU_OPERATOR_NAMESPACE
+    assert FILTERS["pinned_version"]("kueue") == names.VERSIONS["kueue"]
+    assert names.KUEUE_IMAGE["tag"] == "v" + names.VERSIONS["kueue"]  # the image follows the chart
+    for bad in ("no_such_name", "FIELD_MANAGER", "versions", "managed_label"):
+        with pytest.raises(AnsibleFilterError, match="gpushare.cluster.k8s_name: names.py defines no name"):
+            FILTERS["k8s_name"](bad)
+    with pytest.raises(AnsibleFilterError, match="no version pinned for 'kueu'"):
+        FILTERS["pinned_version"]("kueu")
 
 
 def test_k8s_auth_leaves_out_what_is_not_given():
@@ -110,13 +121,13 @@ def test_prune_candidates_reads_a_looped_lookup_as_a_looped_k8s_info():
     gone = [{"metadata": {"name": "gone"}}, {"metadata": {"name": "kept"}}]
     keep = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "kept"}}]
     expected = [{"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": "gone"}}]
-    assert render_helm.prune_candidates([{"item": kind, "resources": gone}], keep) == expected
-    assert render_helm.prune_candidates([{"item": kind, "ansible_facts": {"_kueue_labelled_objects": gone}}], keep) == expected
+    assert prune.prune_candidates([{"item": kind, "resources": gone}], keep) == expected
+    assert prune.prune_candidates([{"item": kind, "ansible_facts": {"_kueue_labelled_objects": gone}}], keep) == expected
 
 
 def test_filters_give_plain_json_data():
     plan = build_plan(load_example("four-gpu-server"))
-    assert FILTERS["kueue_manager_config_yaml"](plan) == render_helm.kueue_manager_config_yaml(plan)
+    assert FILTERS["kueue_manager_config_yaml"](plan) == kueue_config.kueue_manager_config_yaml(plan)
     objects = FILTERS["monitoring_objects"](plan, "monitoring")
     assert objects == json.loads(json.dumps(render_monitoring.monitoring_objects(plan)))
 
@@ -127,3 +138,30 @@ def test_filter_reports_a_bad_plan():
         render_helm.dra_driver_values(plan)
     with pytest.raises(AnsibleFilterError, match="gpushare.cluster.dra_driver_values"):
         FILTERS["dra_driver_values"](plan)
+
+
+class HostVars(dict):
+    """Stands for hostvars[host]: plan_distribution may only read the variables it needs."""
+
+    def __getitem__(self, name):
+        assert name in distributions.host_variables(PLAN_OF["microk8s"]) + distributions.host_variables(
+            PLAN_OF["kubeadm"]), "read %s" % name
+        return super().__getitem__(name)
+
+
+PLAN_OF = {name: {"cluster": {"kubernetes_distribution": name}} for name in distributions.NAMES}
+
+
+def test_the_distribution_filters():
+    assert FILTERS["distributions"](None) == ["kubeadm", "microk8s"]
+    assert FILTERS["distribution"]("microk8s")["role"] == "microk8s"
+    with pytest.raises(AnsibleFilterError, match="gpushare.cluster.distribution: 'k3s' is not .*allowed: kubeadm, microk8s"):
+        FILTERS["distribution"]("k3s")
+    fact = FILTERS["distribution_fact"]("kubeadm", "/a/gpushare-admin.conf", "gpu01")
+    assert fact["kubeconfig"] == "/a/gpushare-admin.conf" and fact["node_name"] == "gpu01"
+    host_vars = HostVars(kubeadm_cluster_name="lab", other="not read")
+    assert FILTERS["plan_distribution"](PLAN_OF["kubeadm"], host_vars, "/a")["kubeconfig"] == "/a/lab-admin.conf"
+    assert FILTERS["plan_distribution"](PLAN_OF["microk8s"], HostVars(gpushare_distribution=fact), "/a")["runtime"] \
+        == distributions.assumed_runtime("microk8s")
+    with pytest.raises(AnsibleFilterError, match="gpushare.cluster.plan_distribution: 'k3s'"):
+        FILTERS["plan_distribution"]({"cluster": {"kubernetes_distribution": "k3s"}}, {}, "/a")

@@ -93,11 +93,11 @@ def test_daily_rrule_and_its_errors():
 
 
 def test_filters_wrap_the_functions_and_name_bad_input():
-    assert FILTERS["awx_daily_rrule"]("19:00", "UTC", "2026-01-01").startswith("DTSTART;TZID=UTC:20260101T190000 ")
+    assert set(FILTERS) == {"awx_definitions", "awx_problems"}
     assert FILTERS["awx_definitions"](_plan(), SETTINGS) == _definitions()
     assert FILTERS["awx_problems"](_definitions()) == []
-    with pytest.raises(AnsibleFilterError, match="awx_daily_rrule: clock must be a time of day HH:MM, got '25:00'"):
-        FILTERS["awx_daily_rrule"]("25:00", "UTC", "2026-01-01")
+    with pytest.raises(AnsibleFilterError, match="awx_definitions: start_date must be a date YYYY-MM-DD, got '01.01.2026'"):
+        FILTERS["awx_definitions"](_plan(), dict(SETTINGS, schedule_start="01.01.2026"))
     with pytest.raises(AnsibleFilterError, match="awx_definitions: AWX settings missing: schedule_start"):
         FILTERS["awx_definitions"](_plan(), {k: v for k, v in SETTINGS.items() if k != "schedule_start"})
 
@@ -192,12 +192,15 @@ def test_a_schedule_that_passes_the_wrong_state_is_caught():
                         "the plan has 'none' in force from 07:00"]
 
 
-def test_playbook_literals_match_the_definitions():
-    """playbooks/awx.yml writes the prompts, job type and the schedules' extra-data keys as
-    literals (so ansible-lint's args rule checks every option); they must be the definitions'."""
+def test_role_literals_match_the_definitions():
+    """The awx role (roles/awx/tasks/main.yml, run by playbooks/awx.yml) writes the prompts, job
+    type and the schedules' extra-data keys as literals (so ansible-lint's args rule checks
+    every option); they must be the definitions'."""
     import yaml
-    play = yaml.safe_load((ROOT / "playbooks" / "awx.yml").read_text().replace("!unsafe ", ""))[0]
-    block = next(t for t in play["tasks"] if t.get("block") and "awx.awx.schedule" in str(t["block"]))["block"]
+    play = yaml.safe_load((ROOT / "playbooks" / "awx.yml").read_text())[0]
+    assert [t["ansible.builtin.import_role"]["name"] for t in play["tasks"]] == ["gpushare.cluster.awx"]
+    tasks = yaml.safe_load((ROOT / "roles" / "awx" / "tasks" / "main.yml").read_text().replace("!unsafe ", ""))
+    block = next(t for t in tasks if t.get("block") and "awx.awx.schedule" in str(t["block"]))["block"]
     job_template_tasks = [t["awx.awx.job_template"] for t in block if "awx.awx.job_template" in t]
     assert len(job_template_tasks) == 2
     definitions = _definitions()

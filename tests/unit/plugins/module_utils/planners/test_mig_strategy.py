@@ -14,8 +14,8 @@ import yaml
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import sharing_planner
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import (
-    DEVICE_PLUGIN_CONFIGMAP, render)
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import DEVICE_PLUGIN_CONFIGMAP
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render
 
 from inventories import EXAMPLE_NAMES, example_day, load_example
 
@@ -69,7 +69,8 @@ def test_the_window_case_has_mig_only_in_its_window():
 def test_every_consumer_agrees_with_the_one_decision(name):
     plan = PLANS[name]
     cluster = sharing_planner.cluster_mig_strategy(node_states(plan))
-    assert cluster == sharing_planner.mig_strategy(any(sharing_planner.has_mig(n["gpus"]) for n in node_states(plan)))
+    # mixed exactly when some GPU of some state is in MIG mode (k8s-device-plugin "MIG strategies")
+    assert cluster == ("mixed" if any(g["mig"] for n in node_states(plan) for g in n["gpus"]) else "none")
     assert render_helm.gpu_operator_values(plan)["mig"]["strategy"] == cluster
     assert default_device_plugin_strategy(plan) == cluster
     for node in node_states(plan):

@@ -1,14 +1,13 @@
-"""Sharing windows applied on a clock: which state is in force, the objects of that state,
-window validation, and which pods a MIG change between two states can disturb."""
+"""Sharing windows applied on a clock: which state is in force, the objects of that state and
+window validation (the pods a MIG change between two states can disturb: cluster/test_pods.py;
+the flavors no state prunes: cluster/test_prune.py)."""
 from __future__ import annotations
 
 import copy
 import datetime
-import json
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import active_window, build_plan, local_clock
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render
@@ -55,12 +54,6 @@ def test_the_night_state_relabels_the_node_and_swaps_the_cluster_queues(plan):
     assert render(plan)["gpu_operator"] == render(plan, window=night)["gpu_operator"]
 
 
-def test_no_state_prunes_a_flavor_another_state_needs(plan):
-    kept = set(render_helm.window_flavors(plan))
-    for window in [None] + plan["windows"]:
-        assert {o["metadata"]["name"] for o in render(plan, window=window)["kueue"] if o["kind"] == "ResourceFlavor"} <= kept
-
-
 def _with_windows(*schedules, policy=None):
     variables = load_example("four-gpu-server")
     node = variables["gpushare_nodes"]["gpu01"]
@@ -105,36 +98,6 @@ def test_unknown_time_zone_and_reserved_window_names():
     paths = [path for path, _message in _problems(variables)]
     assert "gpushare_policy.timezone" in paths
     assert any(path.endswith("schedule[0].name") for path in paths), paths
-
-
-def _pod(name, resources, started, phase="Running"):
-    return {"metadata": {"namespace": "t", "name": name, "creationTimestamp": started},
-            "status": {"phase": phase, "startTime": started},
-            "spec": {"containers": [{"resources": {"limits": dict.fromkeys(resources, "1")}}]}}
-
-
-def test_only_pods_that_can_hold_a_re_partitioned_gpu_are_in_the_way(plan):
-    # Day -> night re-partitions GPU 2 only, which serves the notebooks' shared resource.
-    pods = [_pod("vllm", ["nvidia.com/gpu"], "2026-12-01T08:00:00Z"),
-            _pod("mig", ["nvidia.com/mig-1g.18gb"], "2026-12-01T09:30:00Z"),
-            _pod("notebook", ["nvidia.com/mig-7g.141gb.shared"], "2026-12-01T10:00:00Z"),
-            _pod("done", ["nvidia.com/mig-7g.141gb.shared"], "2026-12-01T10:00:00Z", phase="Succeeded")]
-    assert render_helm.pods_on_changing_gpus(pods, plan, "gpu01", DAY, NIGHT) == ["t/notebook"]
-    # Night -> day re-partitions GPU 2 again, which serves nvidia.com/gpu at night: a whole-GPU
-    # pod that started before GPU 2 went whole cannot be on it; one started after can.
-    since = render_helm.gpu_layout_since(plan, "gpu01", DAY, NIGHT, None, "2026-12-01T19:00:00Z")
-    assert json.loads(since) == {"2": "2026-12-01T19:00:00Z"}
-    night_pods = [pods[0], _pod("fine-tune", ["nvidia.com/gpu"], "2026-12-01T19:01:00Z")]
-    assert render_helm.pods_on_changing_gpus(night_pods, plan, "gpu01", NIGHT, DAY, since) == ["t/fine-tune"]
-    # Without the record, any pod asking for what GPU 2 serves counts.
-    assert render_helm.pods_on_changing_gpus(night_pods, plan, "gpu01", NIGHT, DAY) == ["t/vllm", "t/fine-tune"]
-
-
-def test_from_a_layout_outside_the_plan_every_gpu_pod_counts(plan):
-    pods = [_pod("vllm", ["nvidia.com/gpu"], "2026-12-01T08:00:00Z"), _pod("cpu", [], "2026-12-01T08:00:00Z")]
-    assert render_helm.pods_on_changing_gpus(pods, plan, "gpu01", "all-disabled", DAY) == ["t/vllm"]
-    since = json.loads(render_helm.gpu_layout_since(plan, "gpu01", "all-disabled", DAY, '{"2": "x"}', "T"))
-    assert since == {"0": "T", "1": "T", "2": "T", "3": "T"}
 
 
 @pytest.mark.parametrize("example", EXAMPLE_NAMES)

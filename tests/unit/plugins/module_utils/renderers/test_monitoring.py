@@ -14,7 +14,7 @@ import re
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm, render_manifests, render_monitoring
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import kueue_config, render_helm, render_manifests, render_monitoring
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
 
 from inventories import EXAMPLE_NAMES, load_example
@@ -116,7 +116,7 @@ def test_memory_panel_is_in_mebibytes():
 def test_kueue_configuration_manifest_is_what_the_kueue_role_applies(plan):
     files = {f["path"]: f["content"] for f in render_manifests.manifest_files(plan)}
     manifest = yaml.safe_load(files["kueue-configuration.yaml"])
-    assert manifest == render_helm.kueue_manager_config(plan)
+    assert manifest == kueue_config.kueue_manager_config(plan)
     assert manifest["metrics"]["enableClusterQueueResources"] is True
 
 

@@ -11,7 +11,7 @@ import json
 import pytest
 import yaml
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_helm, render_monitoring
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import kueue_config, render_helm, render_monitoring
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render
 
@@ -177,43 +177,15 @@ def test_dra_driver_refused_without_dra_nodes():
 
 # --- Kueue ---------------------------------------------------------------------------------
 
-def test_kueue_config_carries_the_plan(plan):
-    config = render_helm.kueue_manager_config(plan)
-    planned = plan["kueue"]["configuration"]
-    assert config["apiVersion"] == "config.kueue.x-k8s.io/v1beta2" and config["kind"] == "Configuration"
-    assert config["integrations"]["frameworks"] == planned["integrations"]["frameworks"]
-    # PyTorchJob is off by default since v0.19 and must be listed explicitly (kubernetes-sigs/kueue
-    # commit 6cdcd3828d, config/components/manager/controller_manager_config.yaml)
-    assert "kubeflow.org/pytorchjob" in config["integrations"]["frameworks"]
-    for key, value in planned.get("resources", {}).items():
-        assert config["resources"][key] == value
-    assert config["metrics"] == {"bindAddress": ":8443", "enableClusterQueueResources": True}
-    assert config["webhook"]["port"] == 9443 and config["leaderElection"]["leaderElect"] is True
-
-
-def test_kueue_quota_check_and_device_class_mappings():
-    four = render_helm.kueue_manager_config(PLANS["four-gpu-server"])
-    assert four["resources"]["quotaCheckStrategy"] == "IgnoreUndeclared"
-    fleet = render_helm.kueue_manager_config(PLANS["mixed-fleet"])
-    assert fleet["resources"]["deviceClassMappings"] == [
-        {"name": "gpushare.cluster/dra-gpu", "deviceClassNames": ["gpu.nvidia.com"]}]
-
-
 def test_kueue_values_embed_the_config_and_pin_the_image(plan):
     values = render_helm.kueue_values(plan)
-    assert yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"]) == render_helm.kueue_manager_config(plan)
+    assert yaml.safe_load(values["managerConfig"]["controllerManagerConfigYaml"]) == kueue_config.kueue_manager_config(plan)
     assert values["controllerManager"]["manager"]["image"] == {
         "repository": "registry.k8s.io/kueue/kueue", "tag": "v0.19.2", "pullPolicy": "IfNotPresent"}
     assert values["fullnameOverride"] == "kueue"
     mirror = render_helm.kueue_values(plan, image={"repository": "mirror.local/kueue"})
     assert mirror["controllerManager"]["manager"]["image"]["repository"] == "mirror.local/kueue"
     assert mirror["controllerManager"]["manager"]["image"]["tag"] == "v0.19.2"
-
-
-def test_kueue_base_config_not_mutated(plan):
-    before = copy.deepcopy(render_helm.KUEUE_BASE_CONFIGURATION)
-    render_helm.kueue_manager_config(plan)
-    assert render_helm.KUEUE_BASE_CONFIGURATION == before
 
 
 # --- kube-prometheus-stack -----------------------------------------------------------------

@@ -1,0 +1,61 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The artifacts directory, defined once: every role default and playbook that writes on the
+controller asks this lookup."""
+
+from __future__ import annotations
+
+DOCUMENTATION = r"""
+name: artifacts_dir
+author: gpushare.cluster contributors (!UNKNOWN)
+version_added: 0.1.0
+short_description: The directory where the collection writes on the controller
+description:
+  - C(gpushare_artifacts_dir) when it is set.
+  - Otherwise C(<inventory>/artifacts), as Kubespray's C({{ inventory_dir }}/artifacts), where
+    C(<inventory>) is the directory of the inventory of the host the lookup runs for, or of the
+    inventory's first host when that host has none (the implicit localhost, where the GPU stack
+    roles run), or the playbook's directory when there is no inventory at all.
+  - Never the collection's own folder when there is an inventory, which an installed collection
+    shares between inventories (plan files, rendered files, kubeconfigs, the Grafana password).
+  - Takes no terms.
+"""
+
+EXAMPLES = r"""
+- name: Where the rendered files go
+  ansible.builtin.debug:
+    msg: "{{ lookup('gpushare.cluster.artifacts_dir') }}/rendered"
+"""
+
+RETURN = r"""
+_raw:
+  description: The artifacts directory (one path).
+  type: list
+  elements: path
+"""
+
+from ansible.errors import AnsibleLookupError
+from ansible.plugins.lookup import LookupBase
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import ARTIFACTS_DIR
+
+
+class LookupModule(LookupBase):
+    """gpushare.cluster.artifacts_dir."""
+
+    def run(self, terms, variables=None, **kwargs):
+        if terms:
+            raise AnsibleLookupError("gpushare.cluster.artifacts_dir takes no terms (got %s)" % terms)
+        variables = variables or {}
+        if "gpushare_artifacts_dir" in variables:
+            return [self._templar.template(variables["gpushare_artifacts_dir"])]
+        return ["%s/%s" % (_inventory_dir(variables) or variables.get("playbook_dir"), ARTIFACTS_DIR)]
+
+
+def _inventory_dir(variables):
+    """This host's inventory directory, else that of the inventory's first host (the implicit
+    localhost belongs to no inventory source)."""
+    if variables.get("inventory_dir"):
+        return variables["inventory_dir"]
+    hosts = (variables.get("groups") or {}).get("all") or []
+    return variables["hostvars"][hosts[0]].get("inventory_dir") if hosts else None

@@ -1,0 +1,251 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""The advisor's rules, as ordered, named lists: the first rule whose condition holds decides.
+
+``KIND_RULES`` give a service its kind from the features of its pattern (``detect_kind``);
+``RULES`` give it its sharing from its kind, its memory and compute needs and the card it ran
+on (``choose``), and the result names the rule (``rule``). Every threshold is a field of
+``Settings``; each rule names the fields it reads, and docs/advisor.md ("Rules") lists them
+in this order.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Callable
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import DRA, MIG, TIMESLICE, WHOLE
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.settings import MIB_PER_GIB, Settings
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.features import compute_slices_of
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.usage import METRIC_MEMORY
+
+# The replicas the inventory accepts on a shared GPU (inventory/model.py: 2..64).
+MIN_SHARED_REPLICAS, MAX_SHARED_REPLICAS = 2, 64
+
+
+def choose_profile(card: gpu_catalog.GpuModel, memory_mib: float, compute: float) -> gpu_catalog.MigProfile | None:
+    """The smallest base MIG profile of ``card`` that holds ``memory_mib`` and ``compute``
+    (whole-GPU terms, 0..1): fewest placement units, then fewest compute slices, then least
+    memory. None when no profile holds both (or the card has no MIG)."""
+    if not card.mig_capable:
+        return None
+    slices = compute_slices_of(card)
+    fitting = [p for p in card.base_profiles
+               if p.memory_mib >= memory_mib and p.compute_slices / slices >= compute - 1e-9]
+    return min(fitting, key=lambda p: (p.size, p.compute_slices, p.memory_mib, p.name), default=None)
+
+
+# --------------------------------------------------------------------------- kinds
+
+
+@dataclass(frozen=True)
+class KindRule:
+    name: str                                       # the kind it gives
+    applies: Callable[[dict, Settings], bool]       # (features, settings) -> whether the service is of this kind
+    why: Callable[[dict], str]                      # features -> the evidence, in words
+    settings: tuple = ()                            # the Settings fields its condition reads
+
+
+def _is_notebook(f: dict, s: Settings) -> bool:
+    return (f["idle_share"] >= s.notebook_idle_share and f["idle_memory_mib"] >= s.notebook_idle_memory_mib
+            and f["active_share"] >= s.notebook_active_share and f["day_concentration"] >= s.notebook_day_concentration)
+
+
+def _notebook_why(f: dict) -> str:
+    return ("idle %.0f %% of its time holding %.1f GiB, %.0f %% of its activity within %s-%s"
+            % (100 * f["idle_share"], f["idle_memory_mib"] / 1024.0, 100 * f["day_concentration"], f["busy_from"],
+               f["busy_until"]))
+
+
+def _serving_why(f: dict) -> str:
+    return "always up (%.0f %% of the time), active %.0f %% of it" % (100 * f["presence"], 100 * f["active_share"])
+
+
+def _runs_why(f: dict) -> str:
+    return ("up %.0f %% of the time in %d runs (median %.1f h), active %.0f %% while up: runs, then releases "
+            "the GPU" % (100 * f["presence"], f["runs"], f["median_run_hours"], 100 * f["active_share"]))
+
+
+KIND_RULES = (
+    # mostly idle, holds memory while idle, its bursts within working hours (its pod may be gone at night)
+    KindRule("notebook", _is_notebook, _notebook_why,
+             ("notebook_idle_share", "notebook_idle_memory_mib", "notebook_active_share", "notebook_day_concentration",
+              "busy_span_hours", "idle_activity")),
+    # always up
+    KindRule("serving", lambda f, s: f["presence"] >= s.serving_presence, _serving_why, ("serving_presence",)),
+    # runs, then releases the GPU: long runs or several GPUs per pod
+    KindRule("training", lambda f, s: f["median_run_hours"] >= s.training_run_hours or f["gpus_per_replica"] > s.batch_max_gpus,
+             _runs_why, ("training_run_hours", "batch_max_gpus")),
+    # runs, then releases the GPU: short runs on one GPU
+    KindRule("batch", lambda f, s: True, _runs_why),
+)
+
+
+def detect_kind(f: dict, settings: Settings = Settings()) -> tuple[str, str]:
+    """The kind of a service from the features of its pattern, and why: the first of
+    ``KIND_RULES`` that holds."""
+    rule = next(r for r in KIND_RULES if r.applies(f, settings))
+    return rule.name, rule.why(f)
+
+
+# --------------------------------------------------------------------------- needs
+
+
+def _gib_up(mib: float) -> float:
+    """MiB to GiB rounded up to a half GiB (at least 0.5), as the inventory writes it."""
+    half = max(1, int(math.ceil(mib / 512.0 - 1e-9)))
+    return half // 2 if half % 2 == 0 else half / 2.0
+
+
+def _memory_need(s: Settings, svc, f: dict) -> tuple | None:
+    """(MiB needed, why, whether it is a framework's reservation), or None when unknown:
+    the peak plus headroom; a flat line high on the device as it is; where FB_USED is missing
+    on a MIG instance, the slice it ran in."""
+    peak, capacity = f["memory_peak_mib"], f["capacity_mib"]
+    reservation = (f["memory_known"] and capacity and not f["pooled"] and peak >= s.reservation_share * capacity
+                   and f["memory_p5_mib"] >= s.reservation_flatness * peak)
+    if not f["memory_known"]:
+        profiles = {d.profile for d in svc.devices.values() if d.profile}
+        caps = [d.capacity_mib for d in svc.devices.values() if d.capacity_mib]
+        if not caps or not profiles:
+            return None
+        need = float(max(caps))
+        return need, ("%s is not reported for its MIG instance (%s); its need is at most the %d MiB of the slice "
+                      "it ran in" % (METRIC_MEMORY, ", ".join(sorted(profiles)), need)), reservation
+    if reservation:
+        return peak, ("flat at %.1f GiB, %.0f %% of the device: a framework's reservation (e.g. vLLM's "
+                      "gpu-memory-utilization), not a measured need" % (peak / 1024.0, 100 * peak / capacity)), reservation
+    return (peak * (1 + s.memory_headroom), "peak %.1f GiB + %.0f %% headroom" % (peak / 1024.0, 100 * s.memory_headroom),
+            reservation)
+
+
+def _compute_need(s: Settings, f: dict) -> tuple[float, str]:
+    """(GPUs of compute needed, why): the percentile of activity; more than its slice where a
+    MIG slice was busy at its limit."""
+    compute = f["compute"] if not math.isnan(f["compute"]) else 0.0
+    note = "p%g of activity %.2f of a GPU" % (s.compute_percentile, compute)
+    if f["saturated_share"] >= s.saturated_share and f["saturated_fraction"]:
+        compute = max(compute, f["saturated_fraction"] * s.saturated_compute_factor)
+        note = ("its MIG slice (%.2f of a GPU) was busy at its limit %.0f %% of the time, so the measured "
+                "activity is a lower bound: the next larger compute is proposed"
+                % (f["saturated_fraction"], 100 * f["saturated_share"]))
+    return compute, note
+
+
+# --------------------------------------------------------------------------- sharing
+
+
+@dataclass
+class Case:
+    """What the sharing rules read about one service."""
+    kind: str
+    f: dict                        # its features (features.features)
+    card: object                   # gpu_catalog.GpuModel it ran on, or None
+    on_dra: bool                   # it ran on a DRA server
+    need: float                    # memory needed, MiB
+    compute: float                 # compute needed, whole-GPU terms
+    memory_gib: float              # the need as the inventory writes it
+
+    @cached_property
+    def profile(self):
+        """The smallest MIG profile of the card holding both needs, or None."""
+        return choose_profile(self.card, self.need, self.compute)
+
+    @property
+    def mig_single(self) -> bool:
+        """On a MIG-capable card, one GPU per replica."""
+        return self.card is not None and self.card.mig_capable and self.f["gpus_per_replica"] == 1
+
+    def whole_gpus(self) -> int:
+        """Whole GPUs per replica: as many as a pod held, or as its memory needs."""
+        per_gpu = self.card.memory_mib if self.card else self.need
+        return max(self.f["gpus_per_replica"], int(math.ceil(self.need / per_gpu)) if per_gpu else 1)
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    applies: Callable[[Case], bool]     # whether it decides this service
+    decide: Callable[[Case], dict]      # the choice: sharing and what goes with it, and why
+    settings: tuple = ()                # the Settings fields its condition reads
+
+
+def _time_sliced(c: Case) -> dict:
+    usable = c.card.memory_mib if c.card else c.need
+    sharers = max(MIN_SHARED_REPLICAS, c.f["replicas"])
+    pool_gpus = max(1, int(math.ceil(sharers * c.need / usable)))
+    why = ("%d sharers of %.1f GiB each fit %d %s card%s; time-slicing (each of k sharers gets 1/k of the card, "
+           "about 7 %% lost to switching)" % (sharers, c.need / 1024.0, pool_gpus, c.card.key if c.card else "GPU",
+                                              "" if pool_gpus == 1 else "s"))
+    return dict(sharing=TIMESLICE, replicas=sharers, pool_gpus=pool_gpus,
+                gpu_replicas=min(MAX_SHARED_REPLICAS, max(MIN_SHARED_REPLICAS, int(math.ceil(sharers / pool_gpus)))),
+                why=why)
+
+
+def _runs_whole(c: Case) -> dict:
+    per_gpu = c.card.memory_mib if c.card else c.need
+    gpus = c.whole_gpus()
+    return dict(sharing=WHOLE, gpus=gpus, memory_gib=min(c.memory_gib, int(gpus * per_gpu / 1024)) or c.memory_gib,
+                why="%s runs then releases: %d whole GPU%s per run, queued in the team's Kueue queue "
+                    "(borrows idle GPUs of the cohort)" % (c.kind, gpus, "" if gpus == 1 else "s"))
+
+
+def _mig_slice(c: Case) -> dict:
+    p = c.profile
+    return dict(sharing=MIG, mig_profile=p.name,
+                memory_gib=min(c.memory_gib, math.floor(p.memory_mib / MIB_PER_GIB * 100) / 100.0),
+                why="%s holds %.1f GiB (needs %.1f) and %d/%d of the compute (needs %.2f of a GPU)"
+                    % (p.name, p.memory_mib / 1024.0, c.need / 1024.0, p.compute_slices,
+                       compute_slices_of(c.card), c.compute))
+
+
+def _whole(why: Callable[[Case], str]) -> Callable[[Case], dict]:
+    return lambda c: dict(sharing=WHOLE, gpus=c.whole_gpus(), why=why(c))
+
+
+RULES = (
+    Rule("notebook-pool", lambda c: c.kind == "notebook" or (c.f["pooled"] and c.kind != "serving"), _time_sliced,
+         ("pooled_share",)),
+    Rule("runs-whole", lambda c: c.kind in ("training", "batch"), _runs_whole),
+    Rule("dra-server", lambda c: c.on_dra,
+         lambda c: dict(sharing=DRA, why="runs on a DRA server: a device request for at least %d GiB" % c.memory_gib)),
+    Rule("mig-fits", lambda c: c.mig_single and c.profile is not None and c.profile.size < c.card.mig_grid, _mig_slice),
+    Rule("no-slice-fits", lambda c: c.mig_single,
+         _whole(lambda c: "needs %.1f GiB and %.2f of a GPU: no MIG slice smaller than the whole card holds both"
+                          % (c.need / 1024.0, c.compute))),
+    Rule("no-mig-card", lambda c: c.card is not None and not c.card.mig_capable,
+         _whole(lambda c: "%s has no MIG: a whole card" % c.card.key)),
+    Rule("whole-default", lambda c: True, _whole(lambda c: "%d GPUs per replica" % c.f["gpus_per_replica"])),
+)
+
+
+def choose(ctx, svc, f: dict, kind: str) -> dict:
+    """What to give the service: sharing, profile, GPUs, replicas, memory; why; and the rule
+    that decided (the first of ``RULES`` that holds)."""
+    s = ctx.settings
+    card = gpu_catalog.CATALOG.get(f["model"]) if f["model"] else None
+    memory = _memory_need(s, svc, f)
+    if memory is None:
+        return {"status": "not_enough_data",
+                "reason": "%s has no %s samples: its memory need is unknown" % (svc.name, METRIC_MEMORY)}
+    need, memory_note, reservation = memory
+    compute, compute_note = _compute_need(s, f)
+    memory_gib = _gib_up(need)
+    out = {"status": "ok", "memory_need_mib": int(math.ceil(need)), "memory_note": memory_note,
+           "compute_note": compute_note,
+           "reservation": bool(reservation), "compute_need": round(compute, 4), "memory_gib": memory_gib,
+           "replicas": max(1, f["replicas"]), "gpus": 1, "mig_profile": None, "model": card.key if card else None}
+    case = Case(kind=kind, f=f, card=card, on_dra=any(d.key[0] in ctx.dra_nodes for d in svc.devices.values()),
+                need=need, compute=compute, memory_gib=memory_gib)
+    rule = next(r for r in RULES if r.applies(case))
+    out.update(rule.decide(case))
+    out["rule"] = rule.name
+    return out
+
+
+def signature(c: dict) -> tuple:
+    """What must agree between the two halves of the window."""
+    return (c.get("status"), c.get("sharing"), c.get("mig_profile"), c.get("gpus"), c.get("pool_gpus"))

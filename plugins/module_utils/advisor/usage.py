@@ -1,0 +1,301 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Usage history: ``fetch_usage`` reads dcgm-exporter and kube-state-metrics series from
+Prometheus (``prometheus_client``) into ``UsageData``, one ``GpuSeries`` per (GPU or MIG
+instance, pod) on one time grid.
+
+What the data means (dcgm-exporter 4.x, GPU Operator v26.3.3; see docs/advisor.md):
+``DCGM_FI_DEV_FB_USED`` is MiB and is missing for MIG instances on some setups;
+``DCGM_FI_PROF_GR_ENGINE_ACTIVE`` is 0..1 and, on a MIG instance, relative to that instance;
+``DCGM_FI_DEV_GPU_UTIL`` (percent) is never reported for MIG instances.
+"""
+
+from __future__ import annotations
+
+import datetime
+import re
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import model as inv_model
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.settings import AdviceError, Settings
+
+SECONDS_PER_DAY = 86400
+
+
+def _np():
+    import numpy   # lazily: ansible-test's import sanity test runs without numpy
+    return numpy
+
+
+@dataclass
+class GpuSeries:
+    """One device (a whole GPU or a MIG instance) as seen for one pod (or no pod)."""
+    node: str
+    gpu: int
+    uuid: str
+    instance: str | None           # GPU_I_ID on MIG instances
+    profile: str | None            # GPU_I_PROFILE on MIG instances
+    model: str | None              # catalogue key from modelName
+    namespace: str | None
+    pod: str | None
+    fb_used: object = None         # numpy arrays over the grid from `offset` (NaN = no sample)
+    fb_free: object = None
+    active: object = None          # 0..1 relative to the device
+    offset: int = 0                # grid index of the arrays' first element
+
+    def full(self, name: str, steps: int):
+        """The metric ``name`` over the whole grid (float64, NaN where absent), or None."""
+        np = _np()
+        arr = getattr(self, name)
+        if arr is None:
+            return None
+        if self.offset == 0 and len(arr) == steps and arr.dtype == np.float64:
+            return arr
+        out = np.full(steps, np.nan)
+        out[self.offset:self.offset + len(arr)] = arr
+        return out
+
+    def compact(self) -> "GpuSeries":
+        """Keep only the stretch from the first to the last sample, as float32: a Job's pod
+        holds its GPU a few hours of 28 days, and a fleet has thousands of such series."""
+        np = _np()
+        arrays = [a for a in (self.fb_used, self.fb_free, self.active) if a is not None]
+        if not arrays:
+            return self
+        present = np.zeros(len(arrays[0]), dtype=bool)
+        for a in arrays:
+            present |= ~np.isnan(a)
+        idx = np.flatnonzero(present)
+        lo, hi = (int(idx[0]), int(idx[-1]) + 1) if idx.size else (0, 0)
+        for name in ("fb_used", "fb_free", "active"):
+            a = getattr(self, name)
+            if a is not None:
+                setattr(self, name, a[lo:hi].astype(np.float32))
+        self.offset += lo
+        return self
+
+    @property
+    def device(self) -> tuple:
+        return (self.node, self.gpu, self.instance)
+
+
+@dataclass
+class UsageData:
+    start: float                   # epoch seconds of the first grid point
+    step: int
+    steps: int
+    series: list[GpuSeries]
+    owners: dict                   # (namespace, pod) -> (owner_kind, owner_name)
+    pods_running: dict = field(default_factory=dict)   # (namespace, service) -> array of pod counts
+    source: str = ""
+    notes: list = field(default_factory=list)
+
+
+def iso(usage: UsageData, index: int) -> str:
+    """The time of grid point ``index``, ISO 8601 in UTC to the minute."""
+    t = usage.start + index * usage.step
+    return datetime.datetime.fromtimestamp(t, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%MZ")
+
+
+def present_mask(s: GpuSeries, steps: int):
+    """Grid points where ``s`` has a memory or activity sample."""
+    np = _np()
+    p = np.zeros(steps, dtype=bool)
+    for name in ("fb_used", "active"):
+        arr = getattr(s, name)
+        if arr is not None:
+            p[s.offset:s.offset + len(arr)] |= ~np.isnan(arr)
+    return p
+
+
+# --------------------------------------------------------------------------- services
+
+_REPLICASET_HASH = re.compile(r"-[a-z0-9]{6,10}$")
+# A Job per run: CronJob's "-<minutes since the epoch>", or a run id that tools append
+# ("-3fa8b2c1"); a last segment of 5-12 letters and digits with at least one digit.
+_JOB_SUFFIX = re.compile(r"-(?=[a-z0-9]*[0-9])[a-z0-9]{5,12}$")
+
+
+def service_name(owner_kind: str | None, owner_name: str | None, pod: str) -> str:
+    """The service a pod belongs to: its Deployment (ReplicaSet name without the
+    pod-template-hash), StatefulSet, DaemonSet or Job (runs lose their run suffix)."""
+    if not owner_name or owner_kind in (None, "", "<none>"):
+        return _REPLICASET_HASH.sub("", _REPLICASET_HASH.sub("", pod)) if pod.count("-") >= 2 else pod
+    if owner_kind == "ReplicaSet":
+        return _REPLICASET_HASH.sub("", owner_name)
+    if owner_kind == "Job":
+        return _JOB_SUFFIX.sub("", owner_name)
+    return owner_name
+
+
+# --------------------------------------------------------------------------- fetching
+
+METRIC_MEMORY = "DCGM_FI_DEV_FB_USED"
+METRIC_FREE = "DCGM_FI_DEV_FB_FREE"
+METRIC_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
+METRIC_UTIL = "DCGM_FI_DEV_GPU_UTIL"
+METRIC_OWNER = "kube_pod_owner"
+NODES_PER_QUERY = 8
+_PROMQL_SPECIAL = re.compile(r"([.\\^$*+?()\[\]{}|])")
+
+
+@dataclass
+class _Grid:
+    """The time grid the history is read onto."""
+    start: float
+    end: float
+    step: int
+    steps: int
+    window: str                    # the range selector of the whole history, "28d"
+
+    def of(self, values):
+        """[[t, value], ...] from Prometheus to an array over the grid (NaN where absent)."""
+        np = _np()
+        arr = np.full(self.steps, np.nan)
+        if values:
+            data = np.asarray(values, dtype=float)
+            idx = np.rint((data[:, 0] - self.start) / self.step).astype(np.int64)
+            ok = (idx >= 0) & (idx < self.steps)
+            arr[idx[ok]] = data[ok, 1]
+        return arr
+
+
+def _add_row(series: dict, metric: str, row: dict, values, ns_label: str, pod_label: str) -> None:
+    labels = row["metric"]
+    node = labels.get("Hostname") or labels.get("hostname") or labels.get("instance", "?").split(":")[0]
+    try:
+        gpu = int(labels.get("gpu", "0"))
+    except ValueError:
+        gpu = 0
+    instance = labels.get("GPU_I_ID") or None
+    key = (inv_model.node_name(node), gpu, instance, labels.get(ns_label), labels.get(pod_label))
+    s = series.get(key)
+    if s is None:
+        found = gpu_catalog.lookup(labels.get("modelName", "")) if labels.get("modelName") else None
+        s = series[key] = GpuSeries(node=key[0], gpu=gpu, uuid=labels.get("UUID", ""), instance=instance,
+                                    profile=labels.get("GPU_I_PROFILE") or None,
+                                    model=found.key if found else None, namespace=key[3], pod=key[4])
+    if metric == METRIC_MEMORY:
+        s.fb_used = values
+    elif metric == METRIC_FREE:
+        s.fb_free = values
+    elif metric == METRIC_ACTIVE:
+        s.active = values
+    elif metric == METRIC_UTIL and s.active is None and instance is None:
+        s.active = values / 100.0     # percent; only where GR_ENGINE_ACTIVE is missing
+
+
+def fetch_usage(client, end: float, settings: Settings) -> UsageData:
+    """Read ``settings.days`` of history ending at ``end`` from Prometheus.
+
+    Raises AdviceError naming the metric that is missing (no data at all, or no pod
+    attribution), PrometheusError for transport problems (unreachable, TLS, auth).
+    """
+    step = settings.step
+    start = end - settings.days * SECONDS_PER_DAY
+    start = start - start % step
+    grid = _Grid(start=start, end=end, step=step, steps=int((end - start) // step) + 1, window="%dd" % settings.days)
+    have_active, have_util = _activity_metrics(client, grid, settings)
+    metrics = (METRIC_MEMORY, METRIC_FREE) + ((METRIC_ACTIVE,) if have_active else ()) + \
+        ((METRIC_UTIL,) if have_util else ())
+    any_metric = METRIC_ACTIVE if have_active else METRIC_UTIL
+    # honorLabels false (the chart's default) moves the pod's labels to exported_*
+    exported = bool(client.query('count(last_over_time(%s{exported_namespace!=""}[%s]))' % (any_metric, grid.window),
+                                 end))
+    ns_label, pod_label = ("exported_namespace", "exported_pod") if exported else ("namespace", "pod")
+    series = _read_series(client, grid, _node_selectors(client, grid, any_metric), metrics, (ns_label, pod_label))
+    if not any(s.namespace for s in series):
+        raise AdviceError("the dcgm-exporter series at %s carry no namespace or exported_namespace label: the "
+                          "exporter does not attribute GPUs to pods. Its kubelet pod-resources mount must be on and "
+                          "shared resources must be listed in NVIDIA_RESOURCE_NAMES (the monitoring role sets it "
+                          "from the plan)" % client.url)
+    owners = _owners(client, grid)
+    return UsageData(start=start, step=step, steps=grid.steps, series=series, owners=owners,
+                     pods_running=_pods_running(client, grid, owners), source=client.url,
+                     notes=["pod labels read from %s/%s" % (ns_label, pod_label)])
+
+
+def _activity_metrics(client, grid: _Grid, settings: Settings) -> tuple[bool, bool]:
+    """Whether GR_ENGINE_ACTIVE and GPU_UTIL are there; AdviceError when what the advice
+    needs is missing (no dcgm-exporter series, no activity, no kube_pod_owner)."""
+    def present(metric: str) -> int:
+        rows = client.query("count(last_over_time(%s[%s]))" % (metric, grid.window), grid.end)
+        return int(float(rows[0]["value"][1])) if rows else 0
+
+    if present(METRIC_MEMORY) == 0 and present(METRIC_ACTIVE) == 0 and present(METRIC_UTIL) == 0:
+        raise AdviceError(
+            "%s has no dcgm-exporter series (%s, %s, %s) in the last %d days: is dcgm-exporter scraped by this "
+            "Prometheus (ServiceMonitor of the GPU Operator, label release of the Prometheus operator) and is the "
+            "retention at least %d days?"
+            % (client.url, METRIC_MEMORY, METRIC_ACTIVE, METRIC_UTIL, settings.days, settings.days))
+    have_active = present(METRIC_ACTIVE) > 0
+    have_util = present(METRIC_UTIL) > 0
+    if not have_active and not have_util:
+        raise AdviceError("%s has %s but neither %s nor %s in the last %d days: without activity no compute "
+                          "need can be measured; enable the DCP metrics in dcgm-exporter's metrics CSV "
+                          "(dcp-metrics-included.csv)"
+                          % (client.url, METRIC_MEMORY, METRIC_ACTIVE, METRIC_UTIL, settings.days))
+    if present(METRIC_OWNER) == 0:
+        raise AdviceError("%s has no %s series in the last %d days: kube-state-metrics tells which Deployment, "
+                          "StatefulSet or Job a pod belongs to; scrape kube-state-metrics (kube-prometheus-stack "
+                          "does) and run the advisor again" % (client.url, METRIC_OWNER, settings.days))
+    return have_active, have_util
+
+
+def _node_selectors(client, grid: _Grid, any_metric: str) -> list[str]:
+    """Label selectors of NODES_PER_QUERY nodes each: one answer for a whole fleet would not
+    fit in memory (28 days of 1,000 GPUs is about 8 million samples per metric)."""
+    hosts = []
+    for row in client.query("count by (Hostname, hostname) (last_over_time(%s[%s]))" % (any_metric, grid.window),
+                            grid.end):
+        for label in ("Hostname", "hostname"):
+            if row["metric"].get(label):
+                hosts.append((label, row["metric"][label]))
+    selectors = []
+    for label in ("Hostname", "hostname"):
+        names = sorted({h for lab, h in hosts if lab == label})
+        for i in range(0, len(names), NODES_PER_QUERY):
+            selectors.append('%s=~"%s"' % (label, "|".join(_PROMQL_SPECIAL.sub(r"\\\\\1", n)
+                                                           for n in names[i:i + NODES_PER_QUERY])))
+    return selectors if hosts else [""]
+
+
+def _read_series(client, grid: _Grid, selectors: list[str], metrics: tuple, labels: tuple) -> list[GpuSeries]:
+    """Every metric's series, a group of nodes at a time, each compacted once read whole."""
+    series: dict[tuple, GpuSeries] = {}
+    for selector in selectors:
+        for metric in metrics:
+            for row in client.query_range("%s{%s}" % (metric, selector), grid.start, grid.end, grid.step):
+                _add_row(series, metric, row, grid.of(row["values"]), *labels)
+        for s in series.values():
+            if s.offset == 0 and s.fb_used is not None and len(s.fb_used) == grid.steps or \
+                    s.offset == 0 and s.active is not None and len(s.active) == grid.steps:
+                s.compact()
+    return list(series.values())
+
+
+def _owners(client, grid: _Grid) -> dict:
+    """(namespace, pod) -> (owner_kind, owner_name) from kube_pod_owner."""
+    owners = {}
+    rows = client.query("max by (namespace, pod, owner_kind, owner_name) (max_over_time(%s[%s]))"
+                        % (METRIC_OWNER, grid.window), grid.end)
+    for row in rows:
+        labels = row["metric"]
+        owners[(labels.get("namespace"), labels.get("pod"))] = (labels.get("owner_kind"), labels.get("owner_name"))
+    return owners
+
+
+def _pods_running(client, grid: _Grid, owners: dict) -> dict:
+    """(namespace, service) -> pods up at each grid point, a namespace at a time (for the
+    same reason as the nodes)."""
+    np = _np()
+    counts = defaultdict(lambda: np.zeros(grid.steps))
+    for ns in sorted({ns for ns, _pod in owners if ns}):
+        for row in client.query_range('count by (namespace, owner_kind, owner_name) (%s{namespace="%s"})'
+                                      % (METRIC_OWNER, ns), grid.start, grid.end, grid.step):
+            labels = row["metric"]
+            name = service_name(labels.get("owner_kind"), labels.get("owner_name"), labels.get("owner_name") or "")
+            counts[(labels.get("namespace"), name)] += np.nan_to_num(grid.of(row["values"]))
+    return dict(counts)
