@@ -25,8 +25,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_cata
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import (
     Inventory, check_state, clock_minutes, load_inventory, time_zone, window_minutes)
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import AUTO, DRA, MIG, MODES, SHARED_MODES, TIMESLICE, WHOLE
-from ansible_collections.gpushare.cluster.plugins.module_utils.names import PLAN_FORMAT  # noqa: F401 (re-exported)
-
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import PLAN_FORMAT
 
 
 def build_plan(variables: dict) -> dict:
