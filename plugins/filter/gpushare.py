@@ -35,6 +35,7 @@ RENDERERS = {
     "dra_mig_layout_hash": render_helm.dra_mig_layout_hash,
     "monitoring_objects": render_monitoring.monitoring_objects,
     # The gpu_operator role's node label decisions (node_labels.py).
+    "mig_configs": node_labels.mig_configs,
     "node_changes": node_labels.node_changes,
     "busy_nodes": node_labels.busy_nodes,
     "node_label_patches": node_labels.node_label_patches,

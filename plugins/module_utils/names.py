@@ -69,6 +69,8 @@ KUEUE_CONFIG_HASH_ANNOTATION = "gpushare.cluster/manager-config-hash"
 GPU_RESOURCE = "nvidia.com/gpu"
 # A MIG slice resource is this prefix and the profile (mixed strategy).
 MIG_RESOURCE_PREFIX = "nvidia.com/mig-"
+# What the device plugin appends to a shared resource (renameByDefault: time-slicing, MPS).
+SHARED_SUFFIX = ".shared"
 GPU_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedule"}
 # A whole GPU through DRA, as Kueue counts it (deviceClassMappings).
 DRA_RESOURCE = "gpushare.cluster/dra-gpu"

@@ -15,6 +15,8 @@ recorded keys the Plan dropped. A node patched before that record existed falls 
 
 from __future__ import annotations
 
+import yaml
+
 from ansible_collections.gpushare.cluster.plugins.module_utils.cluster.pods import gpu_layout_since, pods_on_changing_gpus
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import (
     LAYOUT_SINCE_ANNOTATION,
@@ -42,19 +44,22 @@ def _recorded_keys(node: dict) -> list:
     return recorded.split(",") if recorded else list(PLAN_LABEL_KEYS)
 
 
-def node_changes(live_nodes: list, planned: list) -> dict:
+def node_changes(live_nodes: list, planned: list, live_mig_configs: dict | None = None) -> dict:
     """What the planned Node labels change against the live Nodes.
 
     Args:
         live_nodes: the cluster's Node objects, one list (a kubernetes.core.k8s lookup or k8s_info).
         planned: the Plan's Node label objects (the plan module's ``manifests.node_labels``), a
             list of ``{metadata: {name, labels}}``.
+        live_mig_configs: the ``mig-configs`` of the MIG Manager's ConfigMap as it was in the
+            cluster before this run applied its own (config name to mig-parted entries), a dict;
+            it tells which GPUs a day-two change of the layout re-partitions.
 
     Returns:
         A dict: ``missing`` (planned nodes not in the cluster, a list of names), ``mig_changes``
         (node name to ``[live nvidia.com/mig.config or None, planned]``, for the nodes whose MIG
-        layout changes) and ``layout_since`` (node name to its gpushare.cluster/gpu-layout-since
-        annotation, "" when absent).
+        layout changes), ``layout_since`` (node name to its gpushare.cluster/gpu-layout-since
+        annotation, "" when absent) and ``live_mig_configs`` (as given, or empty).
     """
     live = _by_name(live_nodes)
     missing, mig_changes, since = [], {}, {}
@@ -69,7 +74,26 @@ def node_changes(live_nodes: list, planned: list) -> dict:
         if want is not None and want != have:
             mig_changes[name] = [have, want]
         since[name] = _annotations(node).get(LAYOUT_SINCE_ANNOTATION, "")
-    return {"missing": missing, "mig_changes": mig_changes, "layout_since": since}
+    return {"missing": missing, "mig_changes": mig_changes, "layout_since": since,
+            "live_mig_configs": dict(live_mig_configs or {})}
+
+
+def mig_configs(configmaps: list) -> dict:
+    """The ``mig-configs`` of the MIG Manager's ConfigMap as read from the cluster.
+
+    Args:
+        configmaps: what a kubernetes.core.k8s lookup of that ConfigMap returns: a list of
+            ConfigMap objects, empty when it does not exist (first install).
+
+    Returns:
+        Config name to its mig-parted entries, a dict; empty when there is no ConfigMap or no
+        ``config.yaml`` in it.
+    """
+    for configmap in configmaps or []:
+        text = (configmap.get("data") or {}).get("config.yaml")
+        if text:
+            return dict((yaml.safe_load(text) or {}).get("mig-configs") or {})
+    return {}
 
 
 def busy_nodes(pods: list, plan: dict, changes: dict, exclude_namespaces: list | tuple = ()) -> dict:
@@ -97,7 +121,8 @@ def busy_nodes(pods: list, plan: dict, changes: dict, exclude_namespaces: list |
     busy = {}
     for node, (have, want) in changes["mig_changes"].items():
         found = pods_on_changing_gpus(on_node.get(node, []), plan, node, have, want,
-                                      changes["layout_since"].get(node, ""), list(exclude_namespaces))
+                                      changes["layout_since"].get(node, ""), list(exclude_namespaces),
+                                      changes.get("live_mig_configs"))
         if found:
             busy[node] = found
     return busy
@@ -142,7 +167,8 @@ def node_label_patches(live_nodes: list, planned: list, plan: dict, changes: dic
             have_config, want_config = changes["mig_changes"][name]
             labels[MIG_CONFIG_STATE_LABEL] = "pending"
             annotations[LAYOUT_SINCE_ANNOTATION] = gpu_layout_since(
-                plan, name, have_config, want_config, changes["layout_since"].get(name, ""), now)
+                plan, name, have_config, want_config, changes["layout_since"].get(name, ""), now,
+                changes.get("live_mig_configs"))
         if not labels and not annotations:
             continue
         metadata = {"name": name}

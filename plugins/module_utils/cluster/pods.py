@@ -9,7 +9,7 @@ from __future__ import annotations
 import datetime
 import json
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.names import MIG_RESOURCE_PREFIX
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import GPU_RESOURCE, MIG_RESOURCE_PREFIX, SHARED_SUFFIX
 
 
 def _asked(pod: dict) -> set[str]:
@@ -41,22 +41,48 @@ def _gpu_resources(gpu: dict) -> set[str]:
     return {MIG_RESOURCE_PREFIX + s["profile"] for s in (gpu.get("mig") or {}).get("slices", [])}
 
 
-def _changing_gpus(plan: dict, node: str, current_config: str | None, planned_config: str) -> dict | None:
+def _layouts_of_config(entries: list) -> dict[int, dict | None]:
+    """GPU index -> profile counts (None: MIG off) of one mig-parted config's entries."""
+    out = {}
+    for entry in entries or []:
+        for index in entry.get("devices") or []:
+            out[index] = dict(entry.get("mig-devices") or {}) if entry.get("mig-enabled") else None
+    return out
+
+
+def _resources_of_layout(profiles: dict | None) -> set[str]:
+    """What a GPU cut as ``profiles`` may serve, plain or shared (its device-plugin config is
+    not known): MIG off, a whole or time-sliced GPU; MIG on, each profile's instances."""
+    if profiles is None:
+        return {GPU_RESOURCE, GPU_RESOURCE + SHARED_SUFFIX}
+    return {MIG_RESOURCE_PREFIX + p + suffix for p in profiles for suffix in ("", SHARED_SUFFIX)}
+
+
+def _changing_gpus(plan: dict, node: str, current_config: str | None, planned_config: str,
+                   live_configs: dict | None = None) -> dict | None:
     """GPU index -> resources it serves now, for the GPUs that changing ``node``'s
     nvidia.com/mig.config from ``current_config`` to ``planned_config`` re-partitions
-    (mig-parted leaves the others alone). None when either config is not a state of this
-    plan (first install, another tool's layout): then which GPUs change is unknown."""
+    (mig-parted leaves the others alone). The current layout is a state of this plan or, on
+    day two, the config of that name in ``live_configs`` (the mig-parted ``mig-configs`` read
+    from the cluster before the new ConfigMap replaced it). None when it is neither (first
+    install, another tool's layout): then which GPUs change is unknown."""
     states = {n["mig_config"]["name"]: n for n in plan["nodes"] + [m for w in plan.get("windows", []) for m in w["nodes"]]
               if n["name"] == node and n.get("mig_config")}
-    if current_config not in states or planned_config not in states:
+    if planned_config not in states:
         return None
 
     def layout(gpu):  # what mig-parted applies: MIG on or off, and the profile counts
         return None if gpu["mig"] is None else gpu["mig"]["profiles"]
 
-    now = {g["index"]: g for g in states[current_config]["gpus"]}
-    planned = {g["index"]: g for g in states[planned_config]["gpus"]}
-    return {i: sorted(_gpu_resources(now[i])) for i in now if layout(now[i]) != layout(planned[i])}
+    planned = {g["index"]: layout(g) for g in states[planned_config]["gpus"]}
+    if current_config in states:
+        now = {g["index"]: g for g in states[current_config]["gpus"]}
+        return {i: sorted(_gpu_resources(now[i])) for i in now if layout(now[i]) != planned[i]}
+    if current_config in (live_configs or {}):
+        now = _layouts_of_config(live_configs[current_config])
+        if set(now) == set(planned):
+            return {i: sorted(_resources_of_layout(now[i])) for i in now if now[i] != planned[i]}
+    return None
 
 
 def _parse_time(value: str | None) -> datetime.datetime | None:
@@ -66,7 +92,8 @@ def _parse_time(value: str | None) -> datetime.datetime | None:
 
 
 def pods_on_changing_gpus(pods: list, plan: dict, node: str, current_config: str | None, planned_config: str,
-                          layout_since: str | None = None, exclude_namespaces: list | tuple = ()) -> list[str]:
+                          layout_since: str | None = None, exclude_namespaces: list | tuple = (),
+                          live_configs: dict | None = None) -> list[str]:
     """namespace/name of the pods that may hold a GPU the MIG change re-partitions.
 
     The device plugin does not say which GPU a pod got, but a pod keeps the device it was
@@ -75,7 +102,7 @@ def pods_on_changing_gpus(pods: list, plan: dict, node: str, current_config: str
     of LAYOUT_SINCE_ANNOTATION). Without that record, or from a layout that is no state of
     the plan, every pod asking for such a resource (or for any GPU) counts. Pods with a
     ResourceClaim always count."""
-    changing = _changing_gpus(plan, node, current_config, planned_config)
+    changing = _changing_gpus(plan, node, current_config, planned_config, live_configs)
     if changing is None:
         return gpu_pods(pods, exclude_namespaces)
     changed_at = {index: _parse_time(stamp) for index, stamp in (json.loads(layout_since) if layout_since else {}).items()}
@@ -92,11 +119,11 @@ def pods_on_changing_gpus(pods: list, plan: dict, node: str, current_config: str
 
 
 def gpu_layout_since(plan: dict, node: str, current_config: str | None, planned_config: str,
-                     layout_since: str | None, now: str) -> str:
+                     layout_since: str | None, now: str, live_configs: dict | None = None) -> str:
     """The new LAYOUT_SINCE_ANNOTATION value: ``now`` (RFC 3339, UTC) for each GPU the change
     re-partitions (every GPU when that is unknown), earlier entries kept for the others."""
     since = json.loads(layout_since) if layout_since else {}
-    changing = _changing_gpus(plan, node, current_config, planned_config)
+    changing = _changing_gpus(plan, node, current_config, planned_config, live_configs)
     gpus = changing.keys() if changing is not None else [
         g["index"] for n in plan["nodes"] if n["name"] == node for g in n["gpus"]]
     since.update({str(i): now for i in gpus})

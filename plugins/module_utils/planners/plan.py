@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import hashlib
+import json
 from collections import defaultdict
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
@@ -261,7 +263,9 @@ def _node_record(node, share, layouts, whole_team, suffix: str) -> dict:
     labels = {names.GPU_MODEL_LABEL: node.model}
     mig_config = None
     if model.mig_capable:
-        mig_config = {"name": config_name if has_mig else names.MIG_DISABLED_CONFIG, "config": _mig_parted_entries(gpus)}
+        entries = _mig_parted_entries(gpus)
+        mig_config = {"name": _mig_config_name(node.name, entries) if has_mig else names.MIG_DISABLED_CONFIG,
+                      "config": entries}
         labels[names.MIG_CONFIG_LABEL] = mig_config["name"]
     device_plugin = None
     if node.dra:
@@ -279,6 +283,15 @@ def _node_record(node, share, layouts, whole_team, suffix: str) -> dict:
         "labels": dict(sorted(labels.items())), "gpus": gpus, "mig_config": mig_config,
         "device_plugin_config": device_plugin, "sharing": dataclasses.asdict(share), "advertised": advertised,
     }
+
+
+def _mig_config_name(node: str, entries: list[dict]) -> str:
+    """The MIG config's name, from the node and the layout itself: the MIG Manager applies a
+    config when the node's label names it and never re-reads it (NVIDIA/mig-parted#108), so a
+    changed layout must come under a new name, and an unchanged one (in any state or re-plan)
+    keeps its name and is not re-applied. At most 63 characters, as a label value."""
+    digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()[:8]
+    return "gpushare-%s-%s" % (node[:63 - len("gpushare--") - len(digest)], digest)
 
 
 def _mig_parted_entries(gpus: list[dict]) -> list[dict]:

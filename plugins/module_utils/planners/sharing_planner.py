@@ -46,7 +46,7 @@ class NodeSharing:
 
     @property
     def shared_resource(self) -> str | None:
-        return self.resource + ".shared" if self.resource else None
+        return self.resource + names.SHARED_SUFFIX if self.resource else None
 
 
 def node_sharing(model_key: str, modes: dict[int, str], replicas: dict[int, int]) -> NodeSharing:
