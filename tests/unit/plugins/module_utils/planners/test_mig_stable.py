@@ -23,6 +23,7 @@ from functools import lru_cache
 import pytest
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners import mig_planner
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.mig_planner import (
     MigCandidate, MigDemand, MigShortfall, MigSolve, plan_mig)
 
@@ -364,8 +365,10 @@ def test_replanning_without_an_edit_changes_nothing(seed):
     assert again.as_dict() == fresh.as_dict()
 
 
-def test_a_fleet_replanned_without_an_edit_is_the_same_plan():
-    rng = random.Random(5)
+def mixed_fleet(seed: int = 5):
+    """30 servers of 8 GPUs (2 declared MIG, 6 auto; every fifth forbids the full profile), 500
+    replicas of many sizes and 6 pinned ones."""
+    rng = random.Random(seed)
     candidates = [MigCandidate("n%03d" % (i // 8), i % 8, MODELS[(i // 8) % 3], i % 8 < 2,
                                forbidden=(FULL[MODELS[(i // 8) % 3]],) if i // 8 % 5 == 4 else ())
                   for i in range(240)]
@@ -373,12 +376,53 @@ def test_a_fleet_replanned_without_an_edit_is_the_same_plan():
                          MODELS if i % 3 else (MODELS[i % 2],)) for i in range(500)]
     demands += [MigDemand("pin%d" % i, "team", 0, 0, ("h200-141gb",), "1g.18gb+me" if i % 2 else "2g.35gb")
                 for i in range(6)]
+    return candidates, demands
+
+
+def edited(demands, seed: int = 1):
+    """Some replicas gone, 30 new ones."""
+    rng = random.Random(seed)
+    return [d for d in demands if rng.random() > 0.05] + [
+        MigDemand("new%02d" % i, "team", 0, rng.randint(1000, 30000), MODELS) for i in range(30)]
+
+
+def test_a_fleet_replanned_without_an_edit_is_the_same_plan():
+    candidates, demands = mixed_fleet()
     fresh = MigSolve()
     layouts = plan_mig(demands, candidates, solve=fresh)
     again = MigSolve()
     same = plan_mig(demands, with_current(candidates, layouts), solve=again)
     assert same == layouts and again.as_dict() == fresh.as_dict()
     assert again.repartitioned == 0 and again.moved == 0 and again.stays["value"] == len(demands)
+
+
+def test_a_time_limited_replan_keeps_a_layout_that_serves_every_replica():
+    candidates, demands = mixed_fleet()
+    now = with_current(candidates, plan_mig(demands, candidates))
+    solve = MigSolve()
+    again = plan_mig(edited(demands), now, solve=solve, time_limit=1e-9)
+    assert not solve.exact and solve.stable["status"] == "time limit"
+    assert solve.as_dict()["exact"] is False
+    check_plan(now, edited(demands), again, MigSolve())     # objectives found, not proven: not compared
+
+
+def test_replanned_layouts_are_cut_from_whole_gpus_when_the_fast_path_cannot_be(monkeypatch):
+    candidates, demands = mixed_fleet()
+    now = with_current(candidates, plan_mig(demands, candidates))
+    fast = MigSolve()
+    plan_mig(edited(demands), now, solve=fast)
+    calls = []
+    whole_gpus = mig_planner._Programme.whole_gpus
+
+    def refuse_once(self, values):
+        calls.append(1)
+        return None if len(calls) == 1 else whole_gpus(self, values)
+    monkeypatch.setattr(mig_planner._Programme, "whole_gpus", refuse_once)
+    again = MigSolve()
+    layouts = plan_mig(edited(demands), now, solve=again)
+    assert again.whole_patterns and not fast.whole_patterns
+    assert again.exact and again.stages == fast.stages and again.stable["value"] == fast.stable["value"]
+    assert check_plan(now, edited(demands), layouts, again) == again.repartitioned == fast.repartitioned
 
 
 def test_a_small_service_takes_a_spare_slice_and_cuts_nothing():
