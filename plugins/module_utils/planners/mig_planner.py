@@ -28,6 +28,7 @@ from bisect import bisect_left
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
+from math import inf
 from itertools import combinations_with_replacement, product
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import mig_geometry
@@ -56,6 +57,11 @@ class MigCandidate:
     team: str | None = None           # owner of slices no service takes
     layout: tuple[tuple[str, int], ...] | None = None   # fixed by the inventory
     forbidden: tuple[str, ...] = ()   # profiles this GPU must not use (see sharing_planner)
+    # The state the GPU is in now (stable re-planning, see plan_mig): its profile counts,
+    # sorted (profile, count) pairs (None: not in MIG mode now, or nothing known), and
+    # (profile, start, workload, replica) of each slice now (workload None: a spare slice).
+    current: tuple[tuple[str, int], ...] | None = None
+    current_slices: tuple[tuple[str, int, str | None, int | None], ...] = ()
 
 
 @dataclass
@@ -88,12 +94,33 @@ class MigShortfall(Exception):
 
 
 def plan_mig(demands: list[MigDemand], candidates: list[MigCandidate], carve_leftover: bool = True,
-             time_limit: float = 20.0, solve: MigSolve | None = None) -> dict[tuple[str, int], MigLayout]:
+             time_limit: float = 20.0, solve: MigSolve | None = None, stable: bool | None = None,
+             current_known: bool | None = None) -> dict[tuple[str, int], MigLayout]:
     """Layouts for every GPU that ends up in MIG mode, keyed by (node, index).
 
     ``time_limit`` (seconds per objective) is a safety net, not part of the normal path;
     ``solve``, if given, is filled in with how the programme was solved (MigSolve).
+
+    Stable re-planning: when the current state of the GPUs is known (``current_known``;
+    by default, when some candidate has ``current`` or ``current_slices``), a candidate
+    whose ``current`` is None is not in MIG mode now, and with ``stable`` (by default:
+    whenever the current state is known) the fewest GPUs are re-partitioned, before the
+    three objectives of STAGES: a GPU is re-partitioned when its final profile counts
+    (MigLayout.counts()) differ from ``current``. A GPU that keeps its current layout keeps
+    exactly its slices, where they are, and its replicas stay on them as far as the
+    objectives allow (the most replicas kept in place, solved last). ``solve.repartitioned``
+    is the number of GPUs re-partitioned (also with ``stable=False``, as a measure) and
+    ``solve.stable`` the new objective's status; ``solve.as_dict()`` does not change.
+    Without a known current state the result is the one of a plan from scratch.
     """
+    if current_known is None:
+        current_known = stable is True or any(c.current is not None or c.current_slices for c in candidates)
+    stable = current_known if stable is None else bool(stable) and current_known
+    if stable:
+        solve = solve if solve is not None else MigSolve()
+        layouts = _plan_stable(demands, candidates, carve_leftover, time_limit, solve)
+        _measure_changes(layouts, candidates, solve)
+        return layouts
     pools = _pools(candidates)
     # Declared MIG GPUs stay MIG even when no service needs them; auto ones only when used.
     chosen: dict[tuple[str, int], dict[str, int]] = {
@@ -111,6 +138,8 @@ def plan_mig(demands: list[MigDemand], candidates: list[MigCandidate], carve_lef
         if carve_leftover and c.layout is None:
             used = mig_geometry.carve(model, used, _allowed(c))
         layouts[key] = _layout(c, used, assignment[key])
+    if current_known and solve is not None:
+        _measure_changes(layouts, candidates, solve)
     return layouts
 
 
@@ -247,6 +276,10 @@ def _classes(demands: list[MigDemand], offered: dict[str, dict[str, int]]):
 
 # Objectives in strict lexicographic order, by their name in plan.json.
 STAGES = ("auto_gpus_converted", "gpus_used", "slice_memory_mib")
+# Stages solved without HiGHS's presolve. Measured (benchmarks/mig_solver.py, 14 seeds): presolve
+# makes the root cuts for the memory objective slower (0.4-3.9 s, without it 0.5-2.0 s); and
+# (benchmarks/replan_fleet.py) the replicas kept in place take 1-2 s with it and 0.3-1 s without.
+_NO_PRESOLVE = ("slice_memory_mib", "replicas_kept")
 _STATUS = {0: "optimal", 1: "time limit", 2: "infeasible", 3: "unbounded", 4: "failed"}
 
 
@@ -268,6 +301,16 @@ class MigSolve:
     stages: list[dict] = field(default_factory=list)
     stage_seconds: list[float] = field(default_factory=list)
     whole_patterns: bool = False      # solved again with whole GPUs per pattern (see _solve)
+    # Stable re-planning (plan_mig with a current state), kept out of as_dict: plan.json is the
+    # same whether or not the previous plan was known. ``repartitioned``: GPUs whose profile
+    # counts change (None without a current state); ``moved``: replicas that were on a slice
+    # and are now on another; ``stable`` and ``stays``: the first and last objectives, as the
+    # ``stages`` entries with their seconds ({"objective": "gpus_repartitioned", ...} and
+    # {"objective": "replicas_kept", ...}).
+    repartitioned: int | None = None
+    moved: int | None = None
+    stable: dict | None = None
+    stays: dict | None = None
 
     def as_dict(self) -> dict:
         # Seconds only when not exact: an exact plan must be the same file on every run
@@ -282,14 +325,14 @@ def summary_line(mig_solve: dict | None, where: str = "") -> str | None:
     """One line for the plan module's summary when a MIG layout is not proven optimal."""
     if not mig_solve or mig_solve["exact"]:
         return None
-    stopped = [s["objective"] for s in mig_solve["stages"] if s["status"] != "optimal"]
+    stopped = [s["objective"] for s in mig_solve["stages"] if s["status"] != "optimal"] or ["gpus_repartitioned"]
     gap = mig_solve["gap"]
     return ("MIG layout%s: best found in %.1f s, not proven optimal (%s stopped at the %g s limit, gap %s)"
             % (where, mig_solve["seconds"], ", ".join(stopped), mig_solve["time_limit_s"],
                "unknown" if gap is None else "%.3g %%" % (100 * gap)))
 
 
-def _solve(demands: list[MigDemand], pools: list[_Pool], time_limit: float, solve: MigSolve):
+def _solve(demands: list[MigDemand], pools: list[_Pool], time_limit: float, solve: MigSolve, stable=None):
     started = time.perf_counter()
     pinned = tuple(sorted({d.profile for d in demands if d.profile}))
     pool_names, pool_columns = [], []
@@ -302,7 +345,9 @@ def _solve(demands: list[MigDemand], pools: list[_Pool], time_limit: float, solv
     classes = _classes(demands, _offered(pools, pool_names))
     if not classes[0][0][0]:     # sorted first; the programme could not even be written down
         raise MigShortfall(_explain_shortfall(classes, pools, pool_names, hopeless=classes[0][1]))
-    programme = _Programme(classes, pools, pool_names, pool_columns, pinned)
+    if stable is not None:
+        stable.attach(classes)
+    programme = _Programme(classes, pools, pool_names, pool_columns, pinned, stable)
     solve.classes, solve.columns, solve.rows = len(classes), programme.n, programme.rows
     solve.time_limit = time_limit
     # Fast path: GPUs per pattern continuous, slices per kind integer. The solution is then
@@ -314,6 +359,10 @@ def _solve(demands: list[MigDemand], pools: list[_Pool], time_limit: float, solv
         solve.whole_patterns = True
         values = _stages(programme, time_limit, solve, whole_patterns=True)
         chosen = programme.whole_gpus(values)
+    if stable is not None:
+        result = chosen, programme.route_counts(values), programme.keeps(values), classes
+        solve.seconds = time.perf_counter() - started
+        return result
     routes = programme.routes(values)
     solve.seconds = time.perf_counter() - started
     return chosen, routes
@@ -337,9 +386,25 @@ class _Programme:
     rather than trust it, and _solve solves again with whole GPUs per pattern where it
     cannot (MigSolve.whole_patterns). The memory given depends only on s,
     so the third objective is integral too, which HiGHS uses to prune.
+
+    With a current state (``stable``, see _Stable) the GPUs of each pool are in groups of
+    the same current profile counts (or none) and the same declared mode, and four blocks
+    follow:
+
+    ku[group], ki[group]  GPUs that keep their current layout and host replicas / host none
+    r[group]              GPUs re-cut with a pattern (sum over the pool's groups = g)
+    y[group, class, kind] replicas of a class that stay on the slices they are on now
+
+    a kept GPU gives every slice of its current layout; a = the pool's auto GPUs kept or
+    re-cut; GPUs re-partitioned = MIG-now GPUs not kept + auto GPUs not MIG now and re-cut
+    (+ GPUs that change whatever the plan: declared ones not MIG now, fixed layouts other
+    than the current one). Objectives: GPUs re-partitioned, then STAGES (GPUs used = g + ku),
+    then the most replicas kept in place. The size still does not grow with the fleet: a
+    group is a distinct layout of a pool, and y has at most one column per kind of slice
+    each class is on now in each group.
     """
 
-    def __init__(self, classes, pools, pool_names, pool_columns, pinned):
+    def __init__(self, classes, pools, pool_names, pool_columns, pinned, stable=None):
         import numpy as np
         from scipy.sparse import coo_matrix
 
@@ -371,6 +436,9 @@ class _Programme:
         self.S = self.G + P
         self.Z = self.S + K
         self.n = self.Z + len(self.z)
+        self.stable = stable
+        if stable is not None:
+            self._stable_columns(stable)
         self.fixed = [_supply(CATALOG[pool.model], pool.fixed_supply.items(), pinned) for pool in pools]
 
         entries, lo, hi = [], [], []
@@ -385,8 +453,11 @@ class _Programme:
             by_pool[k].append(j)
         for k, pool in enumerate(pools):
             constraint([(j, 1) for j in by_pool[k]] + [(self.G + k, -1)], 0, 0)
-            # a_k >= GPUs cut beyond the declared ones
-            constraint([(self.A + k, 1), (self.G + k, -1)], -len(pool.declared), np.inf)
+            if stable is None:
+                # a_k >= GPUs cut beyond the declared ones
+                constraint([(self.A + k, 1), (self.G + k, -1)], -len(pool.declared), np.inf)
+            else:
+                self._stable_pool_rows(k, constraint)
         of_class = defaultdict(list)
         for j, (c, _k, _kind) in enumerate(self.z):
             of_class[c].append(self.Z + j)
@@ -396,7 +467,12 @@ class _Programme:
             constraint([(self.S + i, 1)] + [(self.Z + j, -1) for j in uses[(k, kind)]], 0, 0)
             # slices given <= slices in the chosen patterns + fixed layouts
             supply = [(j, -self.patterns[j][2][kind]) for j in by_pool[k] if self.patterns[j][2].get(kind)]
+            if stable is not None:
+                supply += [(self.KU + n, -self.group_supply[g].get(kind, 0)) for n, g in enumerate(self.keep)
+                           if self.stable.groups[g].pool == k and self.group_supply[g].get(kind)]
             constraint([(self.S + i, 1)] + supply, -np.inf, self.fixed[k].get(kind, 0))
+        if stable is not None:
+            self._stable_rows(constraint)
         rows, cols, vals = zip(*entries)
         self.matrix = coo_matrix((vals, (rows, cols)), shape=(len(lo), self.n)).tocsr()
         self.lo, self.hi, self.rows = np.array(lo), np.array(hi), len(lo)
@@ -407,7 +483,7 @@ class _Programme:
         upper[self.A:self.G] = [len(pool.auto) for pool in pools]
         upper[self.G:self.S] = size
         upper[self.S:self.Z] = [sum(len(classes[self.z[j][0]][1]) for j in uses[kk]) for kk in self.kinds]
-        upper[self.Z:] = [len(classes[c][1]) for c, _k, _kind in self.z]
+        upper[self.Z:self.Z + len(self.z)] = [len(classes[c][1]) for c, _k, _kind in self.z]
         self.upper = upper
         self.objectives = [np.zeros(self.n) for _stage in STAGES]
         self.objectives[0][self.A:self.G] = 1
@@ -418,12 +494,18 @@ class _Programme:
             profile = None if how == "mem" else CATALOG[pools[k].model].profile(what)
             if how == "mem" or profile.variant:     # a pinned base profile is counted by its memory row
                 self.objectives[2][self.S + i] = what if how == "mem" else profile.memory_mib
+        self.stage_names = STAGES
+        self.reported: dict[str, tuple[int, int]] = {}     # stage -> (sign, constant) of its value
+        if stable is not None:
+            self._stable_objectives()
 
     def integrality(self, whole_patterns: bool):
         import numpy as np
         integrality = np.zeros(self.n)
         integrality[:self.A] = 1 if whole_patterns else 0
         integrality[self.A:self.Z] = 1
+        if self.stable is not None:
+            integrality[self.Z + len(self.z):] = 1
         return integrality
 
     def whole_gpus(self, values):
@@ -437,7 +519,8 @@ class _Programme:
                     if round(values[j])]
         chosen = []
         for k, columns in enumerate(self.pool_columns):
-            wanted = {kind: round(values[self.S + i]) - self.fixed[k].get(kind, 0)
+            kept = self._kept_supply(values, k)
+            wanted = {kind: round(values[self.S + i]) - self.fixed[k].get(kind, 0) - kept.get(kind, 0)
                       for i, (kk, kind) in enumerate(self.kinds) if kk == k}
             wanted = {kind: n for kind, n in wanted.items() if n > 0}
             if not wanted:
@@ -458,29 +541,156 @@ class _Programme:
 
     def routes(self, values):
         """(replica queue, pool, kind, count): integer routes for the slice counts in ``values``."""
+        # Each class's replicas are handed out in order along its routes; any member fits
+        # any slice of the class, so which one goes where changes no objective.
+        queues = [iter(members) for _key, members in self.classes]
+        return [(queues[c], k, kind, count) for c, k, kind, count in self.route_counts(values)]
+
+    def route_counts(self, values):
+        """(class, pool, kind, count): integer routes for the slice counts in ``values``."""
         import numpy as np
         from scipy.optimize import Bounds, LinearConstraint, milp
         from scipy.sparse import coo_matrix
 
-        z = values[self.Z:]
+        z = values[self.Z:self.Z + len(self.z)]
         if np.any(np.abs(z - np.round(z)) > 1e-6):
             # With the slice counts fixed this is a transportation problem: its LP optimum
-            # is integral, and the fractional z solved is a feasible point of it.
+            # is integral, and the fractional z solved is a feasible point of it. (Replicas
+            # that stay where they are, y, are lower bounds of their routes: integral too.)
             entries = [(i, j, 1) for i, kind in enumerate(self.kinds) for j in self.uses[kind]]
             entries += [(len(self.kinds) + c, j, 1) for j, (c, _k, _kind) in enumerate(self.z)]
             rows, cols, vals = zip(*entries)
             matrix = coo_matrix((vals, (rows, cols)), shape=(len(self.kinds) + len(self.classes), len(self.z)))
             wanted = np.concatenate([np.round(values[self.S:self.Z]), [len(m) for _key, m in self.classes]])
+            lower = 0 if self.stable is None else self._staying(values)
             result = milp(np.zeros(len(self.z)), integrality=np.ones(len(self.z)),
-                          bounds=Bounds(0, self.upper[self.Z:]), constraints=[LinearConstraint(matrix.tocsr(), wanted, wanted)])
+                          bounds=Bounds(lower, self.upper[self.Z:self.Z + len(self.z)]),
+                          constraints=[LinearConstraint(matrix.tocsr(), wanted, wanted)])
             if result.x is None:
                 raise MigShortfall("the MIG programme could not be solved: %s" % result.message)
             z = result.x
         z = np.round(z).astype(int)
-        # Each class's replicas are handed out in order along its routes; any member fits
-        # any slice of the class, so which one goes where changes no objective.
-        queues = [iter(members) for _key, members in self.classes]
-        return [(queues[c], k, kind, int(z[j])) for j, (c, k, kind) in enumerate(self.z) if z[j]]
+        return [(c, k, kind, int(z[j])) for j, (c, k, kind) in enumerate(self.z) if z[j]]
+
+    # --- stable re-planning (see the class docstring and _Stable) ---
+
+    def _stable_columns(self, stable):
+        groups = stable.groups
+        self.keep = [g for g, group in enumerate(groups) if group.keepable]
+        self.KU = self.n
+        self.KI = self.KU + len(self.keep)
+        self.R = self.KI + len(self.keep)
+        self.Y = self.R + len(groups)
+        self.group_supply = {g: _supply(CATALOG[self.pools[groups[g].pool].model], groups[g].current.items(),
+                                        self.pinned) for g in self.keep}
+        z_column = {z: j for j, z in enumerate(self.z)}
+        self.y = []          # (group, class, kind, replicas that may stay, z column)
+        for group in [groups[g] for g in self.keep] + stable.fixed_groups:
+            for (c, kind), n in sorted(group.stayable.items()):
+                j = z_column.get((c, group.pool, kind))
+                if j is not None:
+                    self.y.append((group, c, kind, n, j))
+        self.n = self.Y + len(self.y)
+
+    def _stable_pool_rows(self, k, constraint):
+        groups = self.stable.groups
+        mine = [g for g, group in enumerate(groups) if group.pool == k]
+        # GPUs cut with a pattern = GPUs re-cut in the pool's groups
+        constraint([(self.R + g, 1) for g in mine] + [(self.G + k, -1)], 0, 0)
+        # auto GPUs converted = auto GPUs kept in MIG mode or re-cut
+        terms = [(self.A + k, 1)]
+        for g in mine:
+            if not groups[g].declared:
+                terms.append((self.R + g, -1))
+                if groups[g].keepable:
+                    n = self.keep.index(g)
+                    terms += [(self.KU + n, -1), (self.KI + n, -1)]
+        constraint(terms, 0, 0)
+
+    def _stable_rows(self, constraint):
+        groups = self.stable.groups
+        position = {g: n for n, g in enumerate(self.keep)}
+        for g, group in enumerate(groups):
+            terms = [(self.R + g, 1)]
+            if g in position:
+                terms += [(self.KU + position[g], 1), (self.KI + position[g], 1)]
+            constraint(terms, 0, len(group.gpus))
+        # Replicas staying on slices of a kind in a pool are on that pool's routes of the kind.
+        staying = defaultdict(list)
+        for t, (_group, _c, _kind, _n, j) in enumerate(self.y):
+            staying[j].append(self.Y + t)
+        for j, columns in sorted(staying.items()):
+            constraint([(col, 1) for col in columns] + [(self.Z + j, -1)], -inf, 0)
+        # In a group, replicas stay only on the kept GPUs that host replicas, at most on the
+        # ku GPUs with the most replicas that may stay: sum of the top ku of per_gpu, a concave
+        # function of ku, is the least of its linear pieces (one per distinct count).
+        of_group = defaultdict(list)
+        for t, (group, _c, _kind, _n, _j) in enumerate(self.y):
+            of_group[id(group)].append(self.Y + t)
+        for g in self.keep:
+            group = groups[g]
+            if id(group) not in of_group:
+                continue
+            counts = sorted(group.per_gpu, reverse=True)
+            for value in sorted(set(counts)):
+                above = sum(1 for n in counts if n > value)
+                top = sum(counts[:above])
+                constraint([(col, 1) for col in of_group[id(group)]] + [(self.KU + position[g], -value)],
+                           -inf, top - value * above)
+
+    def _stable_upper(self, upper):
+        groups = self.stable.groups
+        for n, g in enumerate(self.keep):
+            upper[self.KU + n] = upper[self.KI + n] = len(groups[g].gpus)
+        for g, group in enumerate(groups):
+            upper[self.R + g] = len(group.gpus)
+        for t, (_group, _c, _kind, n, _j) in enumerate(self.y):
+            upper[self.Y + t] = n
+
+    def _stable_objectives(self):
+        import numpy as np
+        groups = self.stable.groups
+        self._stable_upper(self.upper)
+        repartitioned = np.zeros(self.n)
+        repartitioned[self.KU:self.R] = -1          # every keepable group is MIG now
+        for g, group in enumerate(groups):
+            if group.current is None and not group.declared:
+                repartitioned[self.R + g] = 1
+        constant = sum(len(group.gpus) for group in groups if group.current is not None or group.declared)
+        used = self.objectives[1].copy()
+        used[self.KU:self.KI] = 1
+        kept = np.zeros(self.n)
+        kept[self.Y:] = -1
+        self.objectives = [repartitioned, self.objectives[0], used, self.objectives[2], kept]
+        self.stage_names = ("gpus_repartitioned",) + STAGES + ("replicas_kept",)
+        self.reported = {"gpus_repartitioned": (1, constant + self.stable.fixed_changed), "replicas_kept": (-1, 0)}
+
+    def _kept_supply(self, values, k) -> dict:
+        if self.stable is None:
+            return {}
+        supply: dict[tuple, int] = defaultdict(int)
+        for n, g in enumerate(self.keep):
+            if self.stable.groups[g].pool == k:
+                for kind, count in self.group_supply[g].items():
+                    supply[kind] += count * round(values[self.KU + n])
+        return supply
+
+    def _staying(self, values):
+        import numpy as np
+        lower = np.zeros(len(self.z))
+        for t, (_group, _c, _kind, _n, j) in enumerate(self.y):
+            lower[j] += round(values[self.Y + t])
+        return lower
+
+    def keeps(self, values) -> dict[int, tuple[int, int, int]]:
+        """Per group: (GPUs kept hosting replicas, kept hosting none, re-cut)."""
+        out = {}
+        position = {g: n for n, g in enumerate(self.keep)}
+        for g in range(len(self.stable.groups)):
+            n = position.get(g)
+            out[g] = (0 if n is None else round(values[self.KU + n]), 0 if n is None else round(values[self.KI + n]),
+                      round(values[self.R + g]))
+        return out
 
 
 def _stages(programme: _Programme, time_limit: float, solve: MigSolve, whole_patterns: bool):
@@ -496,11 +706,9 @@ def _stages(programme: _Programme, time_limit: float, solve: MigSolve, whole_pat
     options = {"time_limit": time_limit, "mip_rel_gap": 0.0}
     solve.exact, solve.gap, solve.stages, solve.stage_seconds = True, 0.0, [], []
     values = None
-    for stage, objective in zip(STAGES, programme.objectives):
+    for stage, objective in zip(programme.stage_names, programme.objectives):
         started = time.perf_counter()
-        # Measured (benchmarks/mig_solver.py, 14 seeds): HiGHS's presolve makes the root cuts
-        # for the memory objective slower (0.4-3.9 s, without it 0.5-2.0 s); it helps the others.
-        presolve = stage != "slice_memory_mib"
+        presolve = stage not in _NO_PRESOLVE
         result = milp(objective, constraints=constraints, integrality=integrality, bounds=bounds,
                       options=dict(options, presolve=presolve))
         if result.status == 2 and values is None:
@@ -511,10 +719,19 @@ def _stages(programme: _Programme, time_limit: float, solve: MigSolve, whole_pat
             values = _any_layout(milp, constraints, integrality, bounds, programme)
         # else: stopped with nothing better than the previous stage's layout, which still holds.
         best = float(objective @ np.round(values))
-        solve.stage_seconds.append(time.perf_counter() - started)
-        solve.stages.append({"objective": stage, "status": _STATUS.get(result.status, "failed"),
-                             "value": int(round(best))})
-        if result.status != 0:
+        record = {"objective": stage, "status": _STATUS.get(result.status, "failed"), "value": int(round(best))}
+        if stage in STAGES:
+            solve.stage_seconds.append(time.perf_counter() - started)
+            solve.stages.append(record)
+        else:     # stable re-planning's objectives: not in as_dict (see MigSolve)
+            sign, constant = programme.reported[stage]
+            record.update(value=sign * record["value"] + constant, seconds=time.perf_counter() - started)
+            if stage == "gpus_repartitioned":
+                solve.stable = record
+            else:
+                solve.stays = record
+        # Replicas kept in place are a preference, not an objective the plan is exact in.
+        if result.status != 0 and stage != "replicas_kept":
             gap = getattr(result, "mip_gap", None) if result.x is not None else None
             solve.exact = False
             solve.gap = None if gap is None or solve.gap is None else max(solve.gap, float(gap))
@@ -683,3 +900,310 @@ def _layout(c: MigCandidate, counts: dict[str, int], assigned) -> MigLayout:
             team=demand.team if demand else c.team, workload=demand.workload if demand else None,
             replica=demand.replica if demand else None))
     return layout
+
+
+# ----------------------------------------------------------------------------- stable re-planning
+
+def _normal_counts(counts) -> dict[str, int] | None:
+    """Profile counts as MigLayout.counts() gives them, from (profile, count) pairs; None stays None."""
+    if counts is None:
+        return None
+    out: dict[str, int] = Counter()
+    for name, n in counts:
+        out[name] += n
+    return {name: n for name, n in sorted(out.items()) if n}
+
+
+def _keepable(c: MigCandidate, counts: dict[str, int] | None) -> bool:
+    """Whether GPU ``c`` may keep its current layout: no fixed layout, only profiles of its
+    model that it may still use, and a valid placement."""
+    if c.layout is not None or counts is None:
+        return False
+    model = CATALOG[c.model]
+    names = {p.name for p in model.mig_profiles}
+    return all(name in names and name not in c.forbidden for name in counts) and mig_geometry.feasible(model, counts)
+
+
+def _valid_slices(model, slices) -> bool:
+    used = 0
+    media = 0
+    for name, start in slices:
+        try:
+            profile = model.profile(name)
+        except KeyError:
+            return False
+        if profile.name != name or start not in profile.starts or start + profile.size > model.mig_grid:
+            return False
+        mask = ((1 << profile.size) - 1) << start
+        if used & mask:
+            return False
+        used |= mask
+        media += profile.media_extensions
+    counts = Counter(name for name, _start in slices)
+    return media <= 1 and all(n <= model.profile(name).max_count for name, n in counts.items())
+
+
+def _slices_now(c: MigCandidate, counts: dict[str, int]) -> list[tuple[str, int]] | None:
+    """(profile, start) of the slices GPU ``c`` has now: ``current_slices`` when they are a
+    valid placement of exactly ``counts``, else the placement mig_geometry gives."""
+    model = CATALOG[c.model]
+    given = sorted(((s[0], s[1]) for s in c.current_slices), key=lambda s: (s[1], s[0]))
+    if given and Counter(name for name, _start in given) == Counter(counts) and _valid_slices(model, given):
+        return given
+    return mig_geometry.place(model, counts)
+
+
+@dataclass
+class _Group:
+    """GPUs of one pool with the same current counts (None: not MIG now) and declared mode."""
+    pool: int
+    declared: bool
+    current: dict[str, int] | None
+    gpus: list[MigCandidate]
+    keepable: bool
+    per_gpu: list[int] = field(default_factory=list)     # replicas that may stay, per GPU of ``gpus``
+    stayable: dict = field(default_factory=dict)         # (class, kind) -> replicas that may stay
+
+
+class _Stable:
+    """The current state of the candidates, grouped for the programme (see _Programme)."""
+
+    def __init__(self, candidates: list[MigCandidate], pools: list[_Pool]):
+        self.by_key = {(c.node, c.index): c for c in candidates}
+        self.counts = {key: _normal_counts(c.current) for key, c in self.by_key.items()}
+        self.pool_of: dict[tuple[str, int], int] = {}
+        self.groups: list[_Group] = []
+        self.fixed_groups: list[_Group] = []
+        self.slices: dict[tuple[str, int], list[tuple[str, int]]] = {}   # GPUs that may keep their slices
+        self.fixed_changed = 0
+        for k, pool in enumerate(pools):
+            keyed: dict[tuple, _Group] = {}
+            for gpu in pool.declared + pool.auto:
+                key = (gpu.node, gpu.index)
+                self.pool_of[key] = k
+                counts = self.counts[key]
+                group_key = (gpu.declared, None if counts is None else tuple(counts.items()))
+                if group_key not in keyed:
+                    keyed[group_key] = _Group(k, gpu.declared, counts, [], _keepable(gpu, counts))
+                keyed[group_key].gpus.append(gpu)
+                if keyed[group_key].keepable:
+                    self.slices[key] = _slices_now(gpu, counts)
+            for group_key in sorted(keyed, key=lambda g: (not g[0], g[1] is None, g[1] or ())):
+                self.groups.append(keyed[group_key])
+            unchanged = []
+            for gpu in pool.fixed:
+                key = (gpu.node, gpu.index)
+                self.pool_of[key] = k
+                if self.counts[key] == _normal_counts(gpu.layout):
+                    unchanged.append(gpu)
+                    self.slices[key] = _slices_now(gpu, self.counts[key])
+                else:
+                    self.fixed_changed += 1
+            if unchanged:
+                self.fixed_groups.append(_Group(k, True, None, unchanged, False))
+        # Where each replica is now, on GPUs whose slices may stay (first found, by GPU).
+        self.where: dict[tuple[str, int | None], tuple[tuple[str, int], str, int]] = {}
+        for key, c in sorted(self.by_key.items()):
+            here = set(self.slices.get(key) or ())
+            for name, start, workload, replica in c.current_slices:
+                if workload is not None and (name, start) in here:
+                    self.where.setdefault((workload, replica), (key, name, start))
+        self.stay_kind: dict = {}
+        self.demand = {}
+
+    def attach(self, classes) -> None:
+        """Which replicas may stay where they are: on a slice that the replica's class fits."""
+        fits = [set(pairs) for (pairs, _pin), _members in classes]
+        for c, (_key, members) in enumerate(classes):
+            for d in members:
+                self.demand.setdefault((d.workload, d.replica), (c, d))
+        for wr, (key, name, _start) in self.where.items():
+            if wr not in self.demand:
+                continue
+            c, _d = self.demand[wr]
+            model_key = self.by_key[key].model
+            pin = classes[c][0][1]
+            if (model_key, name) in fits[c] and (not pin or pin == name):
+                self.stay_kind[wr] = (c, ("pin", name) if pin else ("mem", CATALOG[model_key].profile(name).memory_mib))
+        on_gpu: dict[tuple[str, int], list] = defaultdict(list)
+        for wr, ck in self.stay_kind.items():
+            on_gpu[self.where[wr][0]].append(ck)
+        for group in self.groups + self.fixed_groups:
+            group.per_gpu = [len(on_gpu[(gpu.node, gpu.index)]) for gpu in group.gpus]
+            group.stayable = Counter(ck for gpu in group.gpus for ck in on_gpu[(gpu.node, gpu.index)])
+
+
+def _plan_stable(demands, candidates, carve_leftover, time_limit, solve: MigSolve):
+    pools = _pools(candidates)
+    stable = _Stable(candidates, pools)
+    solve.stable = solve.stays = None
+    if demands:
+        patterns, routes, keeps, classes = _solve(demands, pools, time_limit, solve, stable)
+    else:
+        # Nothing to host: every GPU that may keep its layout keeps it (not a drain).
+        stable.attach([])
+        patterns, routes, classes = [], [], []
+        keeps = {g: (0, len(group.gpus) if group.keepable else 0, 0) for g, group in enumerate(stable.groups)}
+    layouts = _realise_stable(pools, stable, classes, patterns, routes, keeps, carve_leftover)
+    if solve.stable is None:
+        solve.stable = {"objective": "gpus_repartitioned", "status": "optimal", "value": _changed(layouts, candidates),
+                        "seconds": 0.0}
+    return layouts
+
+
+def _realise_stable(pools, stable: _Stable, classes, chosen_patterns, routes, keeps, carve_leftover):
+    """Give the kept layouts and the patterns to concrete GPUs, then replicas to slices:
+    first those that stay where they are, then the others."""
+    concrete: dict[tuple[str, int], list[tuple[str, int]]] = {}    # fixed and kept GPUs: their slices
+    offered: dict[tuple[str, int], bool] = {}                      # ... and whether replicas may use them
+    cut: dict[tuple[str, int], dict[str, int]] = {}                # re-cut GPUs: their pattern
+    left: list[MigCandidate] = []                                  # declared GPUs neither kept nor re-cut
+    slots: dict[tuple[int, str], list[tuple[tuple[str, int], int | None]]] = defaultdict(list)
+    by_memory: dict[tuple[int, int], list[str]] = defaultdict(list)
+    groups_of = defaultdict(list)
+    for g, group in enumerate(stable.groups):
+        groups_of[group.pool].append(g)
+    for k, pool in enumerate(pools):
+        model = CATALOG[pool.model]
+        for gpu in pool.fixed:
+            key = (gpu.node, gpu.index)
+            slices = stable.slices.get(key) or mig_geometry.place(model, dict(gpu.layout))
+            if slices is None:
+                raise MigShortfall("%s GPU %d: the MIG layout %s has no valid placement on %s"
+                                   % (gpu.node, gpu.index, dict(gpu.layout), model.key))
+            concrete[key], offered[key] = slices, True
+        recut: list[MigCandidate] = []
+        for g in groups_of[k]:
+            group = stable.groups[g]
+            used, idle, again = keeps[g]
+            # The GPUs with the most replicas that may stay are kept (and host replicas) first.
+            order = sorted(range(len(group.gpus)), key=lambda j: -group.per_gpu[j])
+            for n, j in enumerate(order[:used + idle]):
+                key = (group.gpus[j].node, group.gpus[j].index)
+                concrete[key], offered[key] = stable.slices[key], n < used
+            rest = [group.gpus[j] for j in sorted(order[used + idle:])]
+            recut += rest[:again]
+            left += [gpu for gpu in rest[again:] if gpu.declared]
+        rank = {(gpu.node, gpu.index): n for n, gpu in enumerate(pool.declared + pool.auto)}
+        recut.sort(key=lambda gpu: rank[(gpu.node, gpu.index)])
+        # Fullest patterns on the first GPUs, as in _realise.
+        mine = sorted(((pattern, count) for kk, pattern, count in chosen_patterns if kk == k),
+                      key=lambda pc: -sum(model.profile(n).size * c for n, c in pc[0].items()))
+        patterns = [pattern for pattern, count in mine for _copy in range(count)]
+        if len(patterns) > len(recut):
+            raise MigShortfall("the MIG programme could not be realised: %d patterns for %d GPUs re-cut"
+                               % (len(patterns), len(recut)))
+        for gpu, pattern in zip(recut, patterns):
+            cut[(gpu.node, gpu.index)] = dict(pattern)
+        left += [gpu for gpu in recut[len(patterns):] if gpu.declared]
+        # Slices to fill, in order: fixed layouts, kept layouts, re-cut GPUs.
+        kept = sorted((key for key in concrete if stable.pool_of[key] == k and stable.by_key[key].layout is None),
+                      key=lambda key: rank[key])
+        for key in [(gpu.node, gpu.index) for gpu in pool.fixed] + kept:
+            if offered[key]:
+                for name, start in concrete[key]:
+                    slots[(k, name)].append((key, start))
+        for gpu in recut[:len(patterns)]:
+            key = (gpu.node, gpu.index)
+            for name, count in sorted(cut[key].items()):
+                slots[(k, name)] += [(key, None)] * count
+        for profile in model.base_profiles:
+            by_memory[(k, profile.memory_mib)].append(profile.name)
+
+    placed: dict[tuple[str, int], dict[int, MigDemand]] = defaultdict(dict)   # fixed and kept GPUs
+    assignment: dict[tuple[str, int], list[tuple[str, MigDemand]]] = defaultdict(list)   # re-cut GPUs
+    taken: set = set()
+    stayed: set = set()
+    free = Counter({slot: len(where) for slot, where in slots.items()})
+    routes = sorted(routes, key=lambda r: r[2][0] == "mem")      # pinned replicas first
+    left_count = [count for _c, _k, _kind, count in routes]
+    pinned_left = Counter()
+    for _c, k, (how, what), count in routes:
+        if how == "pin":
+            pinned_left[(k, what)] += count
+    may_stay = defaultdict(list)
+    for wr, (key, name, start) in stable.where.items():
+        if wr in stable.stay_kind and offered.get(key):
+            c, kind = stable.stay_kind[wr]
+            may_stay[(c, stable.pool_of[key], kind)].append((wr, key, name, start))
+    # Replicas stay on their slices, as many as the routes allow; one that is not pinned
+    # leaves a slice to the pinned replicas that need that profile.
+    for r, (c, k, kind, _count) in enumerate(routes):
+        for wr, key, name, start in may_stay[(c, k, kind)]:
+            if not left_count[r]:
+                break
+            if kind[0] == "mem" and free[(k, name)] - 1 < pinned_left[(k, name)]:
+                continue
+            placed[key][start] = stable.demand[wr][1]
+            taken.add((key, start))
+            stayed.add(wr)
+            free[(k, name)] -= 1
+            left_count[r] -= 1
+            if kind[0] == "pin":
+                pinned_left[(k, name)] -= 1
+    queues = [iter([d for d in members if (d.workload, d.replica) not in stayed]) for _key, members in classes]
+    position: dict[tuple[int, str], int] = defaultdict(int)
+    for r, (c, k, (how, what), _count) in enumerate(routes):
+        for name in ([what] if how == "pin" else by_memory[(k, what)]):
+            where = slots[(k, name)]
+            while left_count[r] and position[(k, name)] < len(where):
+                key, start = where[position[(k, name)]]
+                position[(k, name)] += 1
+                if start is None:
+                    assignment[key].append((name, next(queues[c])))
+                elif (key, start) not in taken:
+                    placed[key][start] = next(queues[c])
+                else:
+                    continue
+                left_count[r] -= 1
+        if left_count[r]:
+            raise MigShortfall("the MIG programme could not be realised: %d replica(s) without a slice" % left_count[r])
+
+    layouts = {}
+    for key, slices in concrete.items():
+        layouts[key] = _layout_at(stable.by_key[key], slices, placed[key])
+    for key, pattern in cut.items():
+        c = stable.by_key[key]
+        mine = _canonical_profiles(c, assignment[key]) if assignment[key] else []
+        used = _used_counts(pattern, mine, False)
+        if carve_leftover:
+            used = mig_geometry.carve(CATALOG[c.model], used, _allowed(c))
+        layouts[key] = _layout(c, used, mine)
+    for c in left:
+        used = mig_geometry.carve(CATALOG[c.model], {}, _allowed(c)) if carve_leftover else {}
+        layouts[(c.node, c.index)] = _layout(c, used, [])
+    return dict(sorted(layouts.items()))
+
+
+def _layout_at(c: MigCandidate, slices: list[tuple[str, int]], placed: dict[int, MigDemand]) -> MigLayout:
+    """The layout of a GPU whose slices are where they are; ``placed``: start -> replica."""
+    model = CATALOG[c.model]
+    layout = MigLayout(c.node, c.index, c.model)
+    for name, start in sorted(slices, key=lambda s: s[1]):
+        profile = model.profile(name)
+        demand = placed.get(start)
+        layout.slices.append(MigSlice(
+            profile=name, start=start, size=profile.size, memory_mib=profile.memory_mib,
+            team=demand.team if demand else c.team, workload=demand.workload if demand else None,
+            replica=demand.replica if demand else None))
+    return layout
+
+
+def _changed(layouts, candidates) -> int:
+    """GPUs whose profile counts differ from their current ones (not MIG: None)."""
+    return sum(1 for c in candidates
+               if (layouts[(c.node, c.index)].counts() if (c.node, c.index) in layouts else None)
+               != _normal_counts(c.current))
+
+
+def _measure_changes(layouts, candidates, solve: MigSolve) -> None:
+    """GPUs re-partitioned and replicas moved, against the candidates' current state."""
+    solve.repartitioned = _changed(layouts, candidates)
+    before = {}
+    for c in sorted(candidates, key=lambda c: (c.node, c.index)):
+        for name, start, workload, replica in c.current_slices:
+            if workload is not None:
+                before.setdefault((workload, replica), ((c.node, c.index), name, start))
+    solve.moved = sum(1 for key, layout in layouts.items() for s in layout.slices
+                      if s.workload is not None and (s.workload, s.replica) in before
+                      and before[(s.workload, s.replica)] != (key, s.profile, s.start))
