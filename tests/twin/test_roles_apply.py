@@ -57,4 +57,5 @@ def test_gpu_operator_objects_applied(twin_session, roles_apply, example_plan):
         live = twin_session.get(f"/api/v1/namespaces/gpu-operator/configmaps/{cm['metadata']['name']}")
         assert live["data"] == cm["data"]
         assert live["metadata"]["labels"]["app.kubernetes.io/managed-by"] == "gpushare.cluster"
-    assert "gpushare-gpu01-night" in render(example_plan)["gpu_operator"][0]["data"]["config.yaml"]
+    night = next(w for w in example_plan["windows"] if w["name"] == "night")["nodes"][0]["mig_config"]["name"]
+    assert night in render(example_plan)["gpu_operator"][0]["data"]["config.yaml"]

@@ -12,7 +12,10 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import po
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
 from inventories import load_example
 
-DAY, NIGHT = "gpushare-gpu01", "gpushare-gpu01-night"
+# The example day's MIG configs of gpu01 by day and at night (named by their layouts).
+_EXAMPLE = build_plan(load_example("four-gpu-server"))
+DAY = _EXAMPLE["nodes"][0]["mig_config"]["name"]
+NIGHT = next(w for w in _EXAMPLE["windows"] if w["name"] == "night")["nodes"][0]["mig_config"]["name"]
 
 
 @pytest.fixture(scope="module")

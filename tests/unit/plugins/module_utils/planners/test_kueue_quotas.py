@@ -212,7 +212,7 @@ def test_the_night_window_gives_gpu3_to_the_data_team_whole_so_training_can_borr
     assert ds[("h200-141gb-whole", "nvidia.com/gpu")]["nominalQuota"] == 1
     assert ("h200-141gb-shared", "nvidia.com/mig-7g.141gb.shared") not in ds
     node = night["nodes"][0]
-    assert node["labels"]["nvidia.com/mig.config"] == "gpushare-gpu01-night"
+    assert node["labels"]["nvidia.com/mig.config"] == node["mig_config"]["name"] != plan["nodes"][0]["mig_config"]["name"]
     assert node["advertised"]["nvidia.com/gpu"] == 3
     assert "sharing" not in node["device_plugin_config"]["config"]
 

@@ -28,9 +28,28 @@ def test_the_example_day_split(day):
     assert [g["team"] for g in node["gpus"]] == ["production", "production", "data-science", "training"]
     slices = {s["workload"]: s["profile"] for s in node["gpus"][1]["mig"]["slices"] if s["workload"]}
     assert slices == {"embeddings": "1g.18gb", "classifier": "1g.18gb", "speech-to-text": "1g.35gb"}
-    assert node["labels"] == {"gpushare.cluster/gpu-model": "h200-141gb",
-                              "nvidia.com/device-plugin.config": "gpushare-gpu01",
-                              "nvidia.com/mig.config": "gpushare-gpu01"}
+    labels = dict(node["labels"])
+    mig_config = labels.pop("nvidia.com/mig.config")
+    assert labels == {"gpushare.cluster/gpu-model": "h200-141gb",
+                              "nvidia.com/device-plugin.config": "gpushare-gpu01"}
+    assert mig_config == node["mig_config"]["name"] and mig_config.startswith("gpushare-gpu01-")
+
+
+def test_a_mig_config_is_named_by_its_layout():
+    """The MIG Manager never re-reads a config it applied (NVIDIA/mig-parted#108): another
+    layout of a node gets another name, the same layout the same name, within 63 characters."""
+    variables = example_day()
+    day = build_plan(variables)
+    variables["gpushare_workloads"] = [w for w in variables["gpushare_workloads"] if w["name"] != "classifier"]
+    variables["gpushare_policy"]["mig_leftover"] = "leave"
+    fewer = build_plan(variables)
+    assert day["nodes"][0]["gpus"][1]["mig"]["profiles"] != fewer["nodes"][0]["gpus"][1]["mig"]["profiles"]
+    assert day["nodes"][0]["mig_config"]["name"] != fewer["nodes"][0]["mig_config"]["name"]
+    assert build_plan(example_day())["nodes"][0]["mig_config"]["name"] == day["nodes"][0]["mig_config"]["name"]
+    variables = example_day()
+    variables["gpushare_nodes"]["n" * 63] = variables["gpushare_nodes"].pop("gpu01")
+    long_name = build_plan(variables)["nodes"][0]["mig_config"]["name"]
+    assert len(long_name) <= 63 and long_name.startswith("gpushare-nnn")
 
 
 def test_one_card_is_time_sliced_while_its_neighbours_stay_whole_and_mig(day):

@@ -13,7 +13,10 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan imp
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render
 from inventories import EXAMPLE_NAMES, load_example
 
-DAY, NIGHT = "gpushare-gpu01", "gpushare-gpu01-night"
+# The example day's MIG configs of gpu01 by day and at night (named by their layouts).
+_EXAMPLE = build_plan(load_example("four-gpu-server"))
+DAY = _EXAMPLE["nodes"][0]["mig_config"]["name"]
+NIGHT = next(w for w in _EXAMPLE["windows"] if w["name"] == "night")["nodes"][0]["mig_config"]["name"]
 
 
 @pytest.fixture(scope="module")
