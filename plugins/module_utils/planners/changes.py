@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import MIG
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import PLAN_FORMAT
 
 
@@ -65,7 +66,7 @@ def _describe(gpu: dict | None) -> str:
         return "absent"
     counts = partition(gpu)
     cut = " + ".join("%d x %s" % (n, p) for p, n in counts) if counts else ""
-    if gpu["mode"] == "mig":
+    if gpu["mode"] == MIG:
         return "MIG " + (cut or "unpartitioned")
     return gpu["mode"] + (" (MIG %s)" % cut if cut else "")
 

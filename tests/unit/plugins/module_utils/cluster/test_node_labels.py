@@ -80,3 +80,12 @@ def test_not_true_names_missing_and_inactive():
            {"metadata": {"name": "b"}, "status": {"conditions": [{"type": "Active", "status": "False"}]}},
            {"metadata": {"name": "x"}}]
     assert nl.not_true(cqs, "Active", ["a", "b", "c"]) == ["b", "c"]
+
+
+def test_mig_configs_reads_the_live_configmap():
+    configmap = {"data": {"config.yaml": "version: v1\nmig-configs:\n  gpushare-n1-0123abcd:\n"
+                                         "  - devices: [0]\n    mig-enabled: true\n    mig-devices: {1g.18gb: 7}\n"}}
+    assert nl.mig_configs([configmap]) == {"gpushare-n1-0123abcd": [
+        {"devices": [0], "mig-enabled": True, "mig-devices": {"1g.18gb": 7}}]}
+    assert nl.mig_configs([]) == {}
+    assert nl.mig_configs([{"data": {}}]) == {}

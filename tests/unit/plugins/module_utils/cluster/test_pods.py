@@ -69,3 +69,26 @@ def test_from_a_layout_outside_the_plan_every_gpu_pod_counts(plan):
     assert pods.pods_on_changing_gpus(listed, plan, "gpu01", "all-disabled", DAY) == ["t/vllm"]
     since = json.loads(pods.gpu_layout_since(plan, "gpu01", "all-disabled", DAY, '{"2": "x"}', "T"))
     assert since == {"0": "T", "1": "T", "2": "T", "3": "T"}
+
+
+def test_on_day_two_the_live_config_tells_which_gpus_change(plan):
+    """An edit re-cuts GPU 1 only (the classifier removed, no leftover carved): its new layout
+    has a new config name, so the old one is no state of the new plan, and the MIG configs read
+    from the cluster before the apply say what GPU 1 and the others were."""
+    variables = load_example("four-gpu-server")
+    variables["gpushare_workloads"] = [w for w in variables["gpushare_workloads"] if w["name"] != "classifier"]
+    variables["gpushare_policy"]["mig_leftover"] = "leave"
+    edited = build_plan(variables)
+    old, new = plan["nodes"][0], edited["nodes"][0]
+    assert [g["index"] for g, h in zip(old["gpus"], new["gpus"]) if g["mig"] != h["mig"]] == [1]
+    live = {old["mig_config"]["name"]: old["mig_config"]["config"]}
+    listed = [_pod("vllm", ["nvidia.com/gpu"], "2026-12-01T08:00:00Z"),
+              _pod("mig", ["nvidia.com/mig-1g.18gb"], "2026-12-01T09:30:00Z"),
+              _pod("notebook", ["nvidia.com/mig-7g.141gb.shared"], "2026-12-01T10:00:00Z")]
+    args = (listed, edited, "gpu01", old["mig_config"]["name"], new["mig_config"]["name"])
+    assert pods.pods_on_changing_gpus(*args, live_configs=live) == ["t/mig"]
+    # Without the live configs which GPUs change is unknown: every GPU pod counts.
+    assert pods.pods_on_changing_gpus(*args) == ["t/vllm", "t/mig", "t/notebook"]
+    since = json.loads(pods.gpu_layout_since(edited, "gpu01", old["mig_config"]["name"], new["mig_config"]["name"],
+                                             None, "T", live_configs=live))
+    assert since == {"1": "T"}
