@@ -1,7 +1,8 @@
 """A crash of kube-apiserver or of Kueue in the middle of a roles run is survived by
 re-running: the re-run succeeds, the run after it changes nothing, and the twin holds the
 state the Plan asks for. Before them: the night switch refused while notebooks hold the GPU
-it re-partitions, then the same switch with allow_disruption (cordon, drain, switch, uncordon).
+it re-partitions, then the same switch with allow_disruption (cordon, evict the notebooks only,
+switch, uncordon).
 
 Each run is playbooks/site.yml (gpu_operator, kueue stages) switching the sharing
 window; tests/twin/restart.sh SIGKILLs the process at a chosen task (TRIGGER), keeps it down
@@ -78,24 +79,34 @@ def test_the_night_switch_is_refused_while_notebooks_hold_gpu_2(twin_session, ex
     assert twin.get(f"/api/v1/nodes/{node['name']}")["metadata"]["labels"] == before
 
 
-def test_allow_disruption_drains_the_node_then_switches(tmp_path_factory, twin_session, example_plan, roles_apply):
+def test_allow_disruption_evicts_only_the_pods_on_the_changing_gpu(tmp_path_factory, twin_session, example_plan,
+                                                                   roles_apply):
     """The same switch with gpushare_policy.allow_disruption: true: the gpu_operator role
-    cordons gpu01, drains it (the notebooks holding GPU 2 are evicted, as is every other pod
-    on the node: a drain is per node), changes the MIG layout, waits for the MIG Manager and
-    uncordons. Then every team's Jobs are deleted and the base state is applied again, so the
-    crash tests below start from an idle cluster in the base state."""
+    cordons gpu01, deletes the notebooks holding GPU 2 (the GPU the night re-partitions), and
+    only them: production's vLLM and MIG services on the other GPUs keep running (same pod
+    UIDs). Then it changes the MIG layout, waits for the MIG Manager and uncordons. Then every
+    team's Jobs are deleted and the base state is applied again, so the crash tests below
+    start from an idle cluster in the base state."""
     twin = twin_session
     node = example_plan["nodes"][0]["name"]
     namespaces = [ns for team in example_plan["teams"] for ns in team["namespaces"]]
-    notebooks = {p["metadata"]["uid"] for p in twin.get("/api/v1/namespaces/data-science/pods")["items"]
-                 if p["metadata"]["name"].startswith("notebook-") and p["spec"].get("nodeName") == node}
+    on_node = {p["metadata"]["uid"]: p["metadata"]["namespace"] + "/" + p["metadata"]["name"]
+               for p in twin.get(f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")["items"]
+               if p["metadata"]["namespace"] in namespaces}
+    notebooks = {uid for uid, name in on_node.items() if name.startswith("data-science/notebook-")}
+    others = set(on_node) - notebooks
     assert notebooks, "the example day left no notebook pod on " + node
+    assert others, "the example day left no other team's pod on " + node
     inventory = twin_inventory(tmp_path_factory, "disruption", policy={"allow_disruption": True})
     drained = run_playbook(inventory, at="19:00")
-    drain_task = drained["stdout"].split("Labels | Cordon and drain nodes with GPU pods before the MIG change]", 1)[1]
-    assert f"changed: [localhost] => (item={node})" in drain_task.split("TASK [", 1)[0], drain_task[:2000]
-    live_pods = twin.get(f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")["items"]
-    assert not notebooks & {p["metadata"]["uid"] for p in live_pods}, "a drained notebook pod is still there"
+    evict_task = drained["stdout"].split("Labels | Evict the pods on the re-partitioned GPUs before the MIG change]", 1)[1]
+    evicted = evict_task.split("TASK [", 1)[0]
+    assert all("item=%s)" % on_node[uid] in evicted for uid in notebooks), evicted[:2000]
+    assert not any("item=%s)" % on_node[uid] in evicted for uid in others), evicted[:2000]
+    live_pods = {p["metadata"]["uid"] for p in twin.get(f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")["items"]}
+    assert not notebooks & live_pods, "an evicted notebook pod is still there"
+    assert others <= live_pods, "pods on the GPUs that keep their layout were evicted: %s" % sorted(
+        on_node[uid] for uid in others - live_pods)
     live = twin.get(f"/api/v1/nodes/{node}")
     assert not live["spec"].get("unschedulable"), "the node was left cordoned"
     night = next(w for w in example_plan["windows"] if w["name"] == "night")["nodes"][0]
