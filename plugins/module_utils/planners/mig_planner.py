@@ -19,6 +19,11 @@ each objective has a safety time limit that a normal fleet never meets, and if o
 the best layout found is kept and reported as not exact (MigSolve), never refused.
 Leftover capacity on each GPU is then carved into the largest profiles that still fit,
 or left unpartitioned (policy).
+
+Stable re-planning: given the state the GPUs are in now (MigCandidate.current and
+current_slices, e.g. the previous plan), the fewest GPUs are re-partitioned (their profile
+counts change, so they must be drained) before objectives 1-3, and then the most replicas
+stay on the slices they are on. A GPU kept as it is offers all its slices, spare ones too.
 """
 
 from __future__ import annotations
@@ -711,6 +716,12 @@ def _stages(programme: _Programme, time_limit: float, solve: MigSolve, whole_pat
         presolve = stage not in _NO_PRESOLVE
         result = milp(objective, constraints=constraints, integrality=integrality, bounds=bounds,
                       options=dict(options, presolve=presolve))
+        if result.status == 2 and values is not None and programme.stable is not None:
+            # The previous stage's layout meets every constraint here, so this "infeasible" is
+            # HiGHS's numerical error (seen without presolve on the memory objective, 16,000
+            # GPUs, benchmarks/replan_fleet.py): solve the stage again with presolve the other way.
+            result = milp(objective, constraints=constraints, integrality=integrality, bounds=bounds,
+                          options=dict(options, presolve=not presolve))
         if result.status == 2 and values is None:
             raise MigShortfall(_explain_shortfall(programme.classes, programme.pools, programme.pool_names))
         if result.x is not None:

@@ -19,6 +19,7 @@ import random
 from collections import Counter
 from dataclasses import replace
 from functools import lru_cache
+from types import SimpleNamespace
 
 import pytest
 
@@ -423,6 +424,30 @@ def test_replanned_layouts_are_cut_from_whole_gpus_when_the_fast_path_cannot_be(
     assert again.whole_patterns and not fast.whole_patterns
     assert again.exact and again.stages == fast.stages and again.stable["value"] == fast.stable["value"]
     assert check_plan(now, edited(demands), layouts, again) == again.repartitioned == fast.repartitioned
+
+
+def test_a_stage_highs_calls_infeasible_after_a_feasible_one_is_solved_again(monkeypatch):
+    # Seen once on 16,000 GPUs: the memory objective, without presolve, "infeasible" although
+    # the previous stage's layout meets every constraint. Solved again with presolve on.
+    import scipy.optimize
+    candidates, demands = mixed_fleet()
+    now = with_current(candidates, plan_mig(demands, candidates))
+    expected = MigSolve()
+    plan_mig(edited(demands), now, solve=expected)
+    real, presolve = scipy.optimize.milp, []
+
+    def flaky(c, **kwargs):
+        if "time_limit" not in kwargs.get("options", {}):     # not a stage (routes, whole GPUs)
+            return real(c, **kwargs)
+        presolve.append(kwargs["options"]["presolve"])
+        if len(presolve) == 4:       # gpus_repartitioned, auto GPUs, GPUs used, then memory
+            return SimpleNamespace(status=2, x=None, message="infeasible")
+        return real(c, **kwargs)
+    monkeypatch.setattr(scipy.optimize, "milp", flaky)
+    solve = MigSolve()
+    plan_mig(edited(demands), now, solve=solve)
+    assert presolve[3:5] == [False, True] and len(presolve) == 6
+    assert solve.exact and solve.stages == expected.stages and solve.stable["value"] == expected.stable["value"]
 
 
 def test_a_small_service_takes_a_spare_slice_and_cuts_nothing():
