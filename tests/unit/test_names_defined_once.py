@@ -173,7 +173,7 @@ def test_the_artifacts_directory_is_the_lookup():
 def test_the_scanners_see_a_name_written_again():
     """The check itself: a name written in Python or YAML code is seen; in prose it is not."""
     code = 'CONFIGMAP = "gpushare-mig-config"\n\n\ndef f():\n    """gpushare-mig-config"""\n'
-    assert [text for _, text in python_strings(code)] == ["gpushare-mig-config"]
+    assert [text for _where, text in python_strings(code)] == ["gpushare-mig-config"]
     task = ("- name: Apply\n  kubernetes.core.k8s:\n    server_side_apply:\n      field_manager: gpushare\n"
             "  vars:\n    _cm: \"{{ cms | selectattr('name', 'equalto', 'gpushare-mig-config') }}\"\n"
             "    description: gpushare-mig-config\n")
