@@ -300,7 +300,8 @@ changes:
     - What the plan changes against O(previous) before anything is applied. C(previous) (false for a
       first plan), C(replan), C(repartitioned) (C(<node> GPU <index>) of every GPU whose MIG partition
       changes, each drained by the MIG Manager), C(gpus) (old and new layout and team of every GPU that
-      changes), C(moved) (service replicas on another slice), C(quotas) and C(labels) (old and new values).
+      changes), C(moved) (service replicas on another slice), C(placed) and C(freed) (MIG replicas new on a
+      slice, or gone from one), C(quotas) and C(labels) (old and new values).
   returned: success
   type: dict
 summary:

@@ -93,8 +93,8 @@ def _labels(plan: dict) -> dict[tuple[str, str], str]:
 def plan_changes(previous: dict | None, new: dict, replan: str = "stable") -> dict:
     """What ``new`` changes against ``previous`` (None: the first plan, everything is new)."""
     if previous is None:
-        return {"previous": False, "replan": replan, "repartitioned": [], "gpus": [], "moved": [],
-                "quotas": [], "labels": []}
+        return {"previous": False, "replan": replan, "repartitioned": [], "gpus": [], "moved": [], "placed": [],
+                "freed": [], "quotas": [], "labels": []}
     old_gpus, new_gpus = _gpus(previous), _gpus(new)
     gpus, repartitioned = [], []
     for key in sorted(set(old_gpus) | set(new_gpus)):
@@ -109,7 +109,10 @@ def plan_changes(previous: dict | None, new: dict, replan: str = "stable") -> di
     old_at, new_at = _placements(previous), _placements(new)
     moved = [{"workload": w, "replica": r, "old": old_at[(w, r)], "new": new_at[(w, r)]}
              for (w, r) in sorted(set(old_at) & set(new_at)) if old_at[(w, r)] != new_at[(w, r)]]
+    placed = [{"workload": w, "replica": r, "new": new_at[(w, r)]} for (w, r) in sorted(set(new_at) - set(old_at))]
+    freed = [{"workload": w, "replica": r, "old": old_at[(w, r)]} for (w, r) in sorted(set(old_at) - set(new_at))]
     return {"previous": True, "replan": replan, "repartitioned": repartitioned, "gpus": gpus, "moved": moved,
+            "placed": placed, "freed": freed,
             "quotas": _differences(_quotas(previous), _quotas(new), ("team", "resource")),
             "labels": _differences(_labels(previous), _labels(new), ("node", "label"))}
 
@@ -123,7 +126,7 @@ def change_lines(changes: dict) -> list[str]:
     """plan.yml's short table of what the plan changes."""
     if not changes["previous"]:
         return ["Changes: first plan of this cluster (no previous plan.json): every GPU is configured as planned"]
-    if not (changes["gpus"] or changes["moved"] or changes["quotas"] or changes["labels"]):
+    if not any(changes[k] for k in ("gpus", "moved", "placed", "freed", "quotas", "labels")):
         return ["Changes: none against the previous plan"]
     lines = ["Changes against the previous plan (replan: %s): %d GPU(s) re-partitioned (each drained), "
              "%d replica(s) moved" % (changes["replan"], len(changes["repartitioned"]), len(changes["moved"]))]
@@ -134,6 +137,10 @@ def change_lines(changes: dict) -> list[str]:
             "  [re-partitioned: drained]" if g["repartitioned"] else ""))
     for m in changes["moved"]:
         lines.append("  %s replica %d moves: %s -> %s" % (m["workload"], m["replica"], m["old"], m["new"]))
+    for m in changes["placed"]:
+        lines.append("  %s replica %d is placed on %s" % (m["workload"], m["replica"], m["new"]))
+    for m in changes["freed"]:
+        lines.append("  %s replica %d leaves %s" % (m["workload"], m["replica"], m["old"]))
     for q in changes["quotas"]:
         lines.append("  quota %s %s: %s -> %s" % (q["team"], q["resource"], q["old"] or 0, q["new"] or 0))
     for label in changes["labels"]:

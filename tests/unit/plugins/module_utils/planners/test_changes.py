@@ -29,8 +29,8 @@ def test_an_unchanged_inventory_changes_nothing():
     plan, changes = plan_and_changes(variables, text)
     assert json.dumps(plan) == text
     assert changes["previous"] is True
-    assert (changes["repartitioned"], changes["gpus"], changes["moved"], changes["quotas"], changes["labels"]) == (
-        [], [], [], [], [])
+    assert (changes["repartitioned"], changes["gpus"], changes["moved"], changes["placed"], changes["freed"],
+            changes["quotas"], changes["labels"]) == ([], [], [], [], [], [], [])
 
 
 def test_the_first_plan_says_so():
@@ -51,6 +51,7 @@ def test_a_service_that_fits_a_spare_slice_recuts_nothing():
     assert changes["repartitioned"] == []
     assert _partitions(plan) == _partitions(json.loads(text))
     assert changes["moved"] == []
+    assert [(m["workload"], m["replica"]) for m in changes["placed"]] == [("reranker", 0)]
     reranker = next(w for w in plan["workloads"] if w["name"] == "reranker")
     before = {(n["name"], g["index"], s["profile"], s["start"]): s["workload"]
               for n in json.loads(text)["nodes"] for g in n["gpus"] if g["mig"] for s in g["mig"]["slices"]}
