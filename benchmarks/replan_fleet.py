@@ -15,13 +15,16 @@ as a new server's; where there are none, 0 if every replica fits the current sli
 are, by a maximum flow independent of the planner, else 1), replicas moved to another slice
 (those of a server that left included), and the re-plan's wall and CPU seconds, with the
 seconds of each objective (GPUs re-partitioned, auto GPUs, GPUs used, memory, replicas kept). With --scratch N, every Nth edit is also planned from
-scratch (no current state) to count what that would re-partition. Peak RSS at the end.
+scratch (no current state) to count what that would re-partition. With --independent every
+edit is applied to the first plan (as issue 18 measured), else to the previous one. Peak RSS
+at the end.
 Checks every plan (layouts place, every replica on a slice that holds it).
 
     make venv collection-link
     .venv/bin/python benchmarks/replan_fleet.py --gpus 1000 --replicas 2500 --sizes 250 --edits 100
     .venv/bin/python benchmarks/replan_fleet.py --edits 100                  # 16,000 GPUs, 40,000 replicas
     .venv/bin/python benchmarks/replan_fleet.py --plan-fleet 100 2000 --edits 100 --scratch 1   # issue 18's fleet
+    .venv/bin/python benchmarks/replan_fleet.py --plan-fleet 100 2000 --edits 100 --scratch 1 --independent
 """
 
 from __future__ import annotations
@@ -199,6 +202,8 @@ def main() -> None:
     parser.add_argument("--edits", type=int, default=100)
     parser.add_argument("--scratch", type=int, default=0, help="plan every Nth edit from scratch too (0: never)")
     parser.add_argument("--per-edit", action="store_true", help="print one line per edit")
+    parser.add_argument("--independent", action="store_true",
+                        help="apply each edit to the first plan, not to the previous one (issue 18's measure)")
     parser.add_argument("--plan-fleet", type=int, nargs=2, metavar=("NODES", "SERVICES"),
                         help="start from the MIG part of plan_fleet.fleet(NODES, SERVICES) instead")
     args = parser.parse_args()
@@ -212,7 +217,10 @@ def main() -> None:
     first_seconds = time.perf_counter() - started
     rng = random.Random(args.seed)
     rows = []
+    base = candidates, demands, layouts
     for step in range(args.edits):
+        if args.independent:
+            candidates, demands, layouts = base
         kind, candidates, demands = edit(rng, step, candidates, demands, layouts)
         bound = lower_bound(candidates, demands, layouts)
         now = with_current(candidates, layouts)
@@ -246,6 +254,7 @@ def main() -> None:
             by_kind[kind]["from_scratch_repartitioned"] = summary(scratch)
     print(json.dumps({
         "fleet": "plan_fleet.fleet(%d, %d)" % tuple(args.plan_fleet) if args.plan_fleet else "mig_solver.fleet",
+        "edits_from": "the first plan" if args.independent else "the previous plan",
         "gpus": args.gpus, "replicas": args.replicas, "sizes": args.sizes, "seed": args.seed, "edits": len(rows),
         "first_plan_seconds": round(first_seconds, 2),
         "repartitioned": summary([r["repartitioned"] for r in rows]),
