@@ -92,7 +92,8 @@ def test_allow_disruption_evicts_only_the_pods_on_the_changing_gpu(tmp_path_fact
     namespaces = [ns for team in example_plan["teams"] for ns in team["namespaces"]]
     on_node = {p["metadata"]["uid"]: p["metadata"]["namespace"] + "/" + p["metadata"]["name"]
                for p in twin.get(f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")["items"]
-               if p["metadata"]["namespace"] in namespaces}
+               if p["metadata"]["namespace"] in namespaces
+               and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")}   # finished pods hold no GPU
     notebooks = {uid for uid, name in on_node.items() if name.startswith("data-science/notebook-")}
     others = set(on_node) - notebooks
     assert notebooks, "the example day left no notebook pod on " + node
