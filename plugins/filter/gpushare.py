@@ -36,6 +36,7 @@ RENDERERS = {
     "monitoring_objects": render_monitoring.monitoring_objects,
     # The gpu_operator role's node label decisions (node_labels.py).
     "mig_configs": node_labels.mig_configs,
+    "label_drift": node_labels.label_drift,
     "node_changes": node_labels.node_changes,
     "busy_nodes": node_labels.busy_nodes,
     "node_label_patches": node_labels.node_label_patches,

@@ -19,6 +19,7 @@ import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.cluster.pods import gpu_layout_since, pods_on_changing_gpus
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import (
+    DEVICE_PLUGIN_CONFIG_LABEL,
     LAYOUT_SINCE_ANNOTATION,
     MANAGED_LABELS_ANNOTATION,
     MIG_CONFIG_LABEL,
@@ -94,6 +95,39 @@ def mig_configs(configmaps: list) -> dict:
         if text:
             return dict((yaml.safe_load(text) or {}).get("mig-configs") or {})
     return {}
+
+
+def label_drift(live_nodes: list, known: dict, planned: list) -> list:
+    """Labels of the MIG and device-plugin configs changed by hand since the previous plan.
+
+    A live value that no state of the previous plan set, and that is not the new plan's
+    either, was set by someone else; the gpu_operator role shows it and does not overwrite it
+    unless told to.
+
+    Args:
+        live_nodes: the cluster's Node objects, one list (a kubernetes.core.k8s lookup or k8s_info).
+        known: the plan module's ``changes.known_labels`` (node to label to the values the previous
+            plan set in any state), a dict; empty for a first plan, which checks nothing.
+        planned: the Plan's Node label objects (as for ``node_changes``).
+
+    Returns:
+        One line per drifted label, ``<node>: <label> is '<live>' in the cluster; the previous plan
+        set <values>, this plan sets '<new>'``, a list of strings.
+    """
+    live = _by_name(live_nodes)
+    lines = []
+    for obj in planned or []:
+        name = obj["metadata"]["name"]
+        if name not in live or name not in (known or {}):
+            continue
+        for key in (MIG_CONFIG_LABEL, DEVICE_PLUGIN_CONFIG_LABEL):
+            have = _labels(live[name]).get(key)
+            want = obj["metadata"]["labels"].get(key)
+            set_before = known[name].get(key, [])
+            if have is not None and have != want and have not in set_before:
+                lines.append("%s: %s is %r in the cluster; the previous plan set %s, this plan sets %r"
+                             % (name, key, have, " or ".join(repr(v) for v in set_before) or "none", want))
+    return lines
 
 
 def busy_nodes(pods: list, plan: dict, changes: dict, exclude_namespaces: list | tuple = ()) -> dict:

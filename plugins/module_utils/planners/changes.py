@@ -90,11 +90,23 @@ def _labels(plan: dict) -> dict[tuple[str, str], str]:
     return {(node["name"], key): value for node in plan["nodes"] for key, value in node["labels"].items()}
 
 
+def known_labels(plan: dict | None) -> dict[str, dict[str, list[str]]]:
+    """node -> label -> the values ``plan`` gives it in its base state or any window: what the
+    collection itself may have set on the live node (anything else there was set by hand)."""
+    known: dict = {}
+    for node in (plan or {}).get("nodes", []) + [n for w in (plan or {}).get("windows", []) for n in w["nodes"]]:
+        for key, value in node["labels"].items():
+            values = known.setdefault(node["name"], {}).setdefault(key, [])
+            if value not in values:
+                values.append(value)
+    return known
+
+
 def plan_changes(previous: dict | None, new: dict, replan: str = "stable") -> dict:
     """What ``new`` changes against ``previous`` (None: the first plan, everything is new)."""
     if previous is None:
         return {"previous": False, "replan": replan, "repartitioned": [], "gpus": [], "moved": [], "placed": [],
-                "freed": [], "quotas": [], "labels": []}
+                "freed": [], "quotas": [], "labels": [], "known_labels": {}}
     old_gpus, new_gpus = _gpus(previous), _gpus(new)
     gpus, repartitioned = [], []
     for key in sorted(set(old_gpus) | set(new_gpus)):
@@ -114,7 +126,8 @@ def plan_changes(previous: dict | None, new: dict, replan: str = "stable") -> di
     return {"previous": True, "replan": replan, "repartitioned": repartitioned, "gpus": gpus, "moved": moved,
             "placed": placed, "freed": freed,
             "quotas": _differences(_quotas(previous), _quotas(new), ("team", "resource")),
-            "labels": _differences(_labels(previous), _labels(new), ("node", "label"))}
+            "labels": _differences(_labels(previous), _labels(new), ("node", "label")),
+            "known_labels": known_labels(previous)}
 
 
 def _differences(old: dict, new: dict, names: tuple[str, str]) -> list[dict]:

@@ -30,7 +30,7 @@ MODULES = {
     kueue_config: ("kueue_manager_config_yaml",),
     render_monitoring: ("monitoring_objects",),
     prune: ("unmanaged", "window_flavors", "prune_candidates"),
-    node_labels: ("mig_configs", "node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed",
+    node_labels: ("mig_configs", "label_drift", "node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed",
                   "not_true"),
     kube_calls: ("k8s_auth", "changed_objects"),
     names: ("managed_label", "k8s_name", "pinned_version"),
