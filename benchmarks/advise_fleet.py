@@ -60,9 +60,9 @@ def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
     series, owners, running = [], {}, {}
     hosts, workloads = {}, []
 
-    def pod(ns, name, kind, owner, service, up=None):
+    def pod(ns, name, kind, owner, up=None):
         owners[(ns, name)] = (kind, owner)
-        key = (ns, service)
+        key = (ns, kind, owner)
         running[key] = running.get(key, np.zeros(steps)) + (np.ones(steps) if up is None else up.astype(float))
 
     def device(node, gpu, ns, name, mem, act, model, instance=None, profile=None, up=None):
@@ -77,7 +77,7 @@ def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
         card = CARD_MIB[model]
         for g in (0, 1):
             name = "llm-%04d-%d" % (n, g)
-            pod("prod-serving", "%s-5d8f7c9b6-x2k9p" % name, "ReplicaSet", "%s-5d8f7c9b6" % name, name)
+            pod("prod-serving", "%s-5d8f7c9b6-x2k9p" % name, "ReplicaSet", "%s-5d8f7c9b6" % name)
             device(node, g, "prod-serving", "%s-5d8f7c9b6-x2k9p" % name, 0.9 * card + rng.normal(0, 3, steps),
                    0.15 + 0.8 * diurnal + rng.normal(0, 0.04, steps), model)
             workloads.append({"name": name, "team": "production", "kind": "serving", "sharing": "whole",
@@ -85,7 +85,7 @@ def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
         for g in (2, 3):
             for i, profile in enumerate(MIG[model]):
                 name = "svc-%04d-%d-%d" % (n, g, i)
-                pod("inference", "%s-7d4b9c6f8-q8w2e" % name, "ReplicaSet", "%s-7d4b9c6f8" % name, name)
+                pod("inference", "%s-7d4b9c6f8-q8w2e" % name, "ReplicaSet", "%s-7d4b9c6f8" % name)
                 device(node, g, "inference", "%s-7d4b9c6f8-q8w2e" % name,
                        SLICE_MIB[profile] * 0.4 + rng.normal(0, 30, steps),
                        0.05 + 0.5 * diurnal + rng.normal(0, 0.05, steps), model, instance=str(i + 1), profile=profile)
@@ -95,7 +95,7 @@ def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
         for g in (4, 5):
             name = "nb-%04d-%d" % (n, g)
             for i in range(5):
-                pod("data-science", "%s-%d" % (name, i), "StatefulSet", name, name)
+                pod("data-science", "%s-%d" % (name, i), "StatefulSet", name)
             device(node, g, "data-science", "%s-0" % name, 5 * 6200 + 1350 * workday + rng.normal(0, 40, steps),
                    np.where(workday, 0.29 + rng.normal(0, 0.08, steps), 0.0), model, up=day)
             workloads.append({"name": name, "team": "data-science", "kind": "notebook", "sharing": "timeslice",
@@ -106,7 +106,7 @@ def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
             if not up.any():
                 continue
             job = "%s-%d" % (name, 29400000 + night)
-            pod("training", "%s-abcde" % job, "Job", job, name, up)
+            pod("training", "%s-abcde" % job, "Job", job, up)
             for g in (6, 7):
                 device(node, g, "training", "%s-abcde" % job, 19137 + rng.normal(0, 20, steps),
                        0.85 + rng.normal(0, 0.08, steps), model, up=up)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.identity import label_key
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.usage_advisor import GpuSeries, UsageData
 
 DAY = 86400
@@ -40,15 +41,19 @@ class Builder:
         self.series: list[GpuSeries] = []
         self.owners: dict = {}
         self.running: dict = {}
+        self.labels: dict = {}
 
     def noise(self, scale: float) -> np.ndarray:
         return self.rng.normal(0.0, scale, self.steps)
 
-    def pod(self, namespace: str, pod: str, owner_kind: str, owner: str, service: str, up=None) -> None:
+    def pod(self, namespace: str, pod: str, owner_kind: str, owner: str, up=None, labels: dict | None = None) -> None:
+        """A pod as kube-state-metrics lists it (kube_pod_owner, kube_pod_labels), running where ``up``."""
         self.owners[(namespace, pod)] = (owner_kind, owner)
         up = np.ones(self.steps) if up is None else up.astype(float)
-        key = (namespace, service)
+        key = (namespace, "<none>", pod) if owner_kind == "<none>" else (namespace, owner_kind, owner)
         self.running[key] = self.running.get(key, np.zeros(self.steps)) + up
+        if labels:
+            self.labels[(namespace, pod)] = tuple(sorted((label_key(k), v) for k, v in labels.items()))
 
     def device(self, node, gpu, namespace, pod, mem, act, model="h200-141gb", instance=None, profile=None,
                up=None) -> GpuSeries:
@@ -66,7 +71,7 @@ class Builder:
 
     def usage(self) -> UsageData:
         return UsageData(start=float(self.start), step=self.step, steps=self.steps, series=self.series,
-                         owners=self.owners, pods_running=self.running, source="synthetic")
+                         owners=self.owners, pods_running=self.running, source="synthetic", labels=self.labels)
 
 
 def example_day(days: int = 28, seed: int = 1, duplicate_shared: bool = False, classifier_memory: bool = False,
@@ -77,26 +82,26 @@ def example_day(days: int = 28, seed: int = 1, duplicate_shared: bool = False, c
     night = (b.hours >= 19) | (b.hours < 7)
     workday = (b.weekday < 5) & (b.hours >= 8) & (b.hours < 18)
     # GPU 0: vLLM, a flat reservation, busy by day.
-    b.pod("prod-serving", "vllm-chat-6c9f7d8b5d-x2k9p", "ReplicaSet", "vllm-chat-6c9f7d8b5d", "vllm-chat")
+    b.pod("prod-serving", "vllm-chat-6c9f7d8b5d-x2k9p", "ReplicaSet", "vllm-chat-6c9f7d8b5d")
     b.device("gpu01", 0, "prod-serving", "vllm-chat-6c9f7d8b5d-x2k9p", 94801 + b.noise(3),
              _diurnal(b.hours, 0.15, 0.92) + b.noise(0.04))
     # GPU 1: MIG, activity relative to each instance.
-    b.pod("prod-serving", "embeddings-7d4b9c6f8-q8w2e", "ReplicaSet", "embeddings-7d4b9c6f8", "embeddings")
+    b.pod("prod-serving", "embeddings-7d4b9c6f8-q8w2e", "ReplicaSet", "embeddings-7d4b9c6f8")
     b.device("gpu01", 1, "prod-serving", "embeddings-7d4b9c6f8-q8w2e", 1647 - 80 * b.rng.random(b.steps),
              _diurnal(b.hours, 0.02, 0.45) + b.noise(0.05), instance="3", profile="1g.18gb")
-    b.pod("prod-serving", "classifier-5f6d8c7b9-h7j3k", "ReplicaSet", "classifier-5f6d8c7b9", "classifier")
+    b.pod("prod-serving", "classifier-5f6d8c7b9-h7j3k", "ReplicaSet", "classifier-5f6d8c7b9")
     b.device("gpu01", 1, "prod-serving", "classifier-5f6d8c7b9-h7j3k",
              (1411 - 50 * b.rng.random(b.steps)) if classifier_memory else None,   # FB_* missing on this instance
              np.where(b.rng.random(b.steps) < 0.03, 0.3, 0.004), instance="4", profile="1g.18gb")
     speech_act = _diurnal(b.hours, 0.05, 0.55) + b.noise(0.06)
     if change_after_day is not None:
         speech_act = np.where(b.t >= b.start + change_after_day * DAY, 1.0, speech_act)
-    b.pod("prod-serving", "speech-to-text-8b7c6d5f4-m4n5b", "ReplicaSet", "speech-to-text-8b7c6d5f4", "speech-to-text")
+    b.pod("prod-serving", "speech-to-text-8b7c6d5f4-m4n5b", "ReplicaSet", "speech-to-text-8b7c6d5f4")
     b.device("gpu01", 1, "prod-serving", "speech-to-text-8b7c6d5f4-m4n5b", 2205 - 100 * b.rng.random(b.steps),
              speech_act, instance="1", profile="2g.35gb")
     # GPU 2: five notebooks time-sliced by day (the exporter gives the GPU to one pod, or to all).
     for i in range(5):
-        b.pod("data-science", "notebooks-%d" % i, "StatefulSet", "notebooks", "notebooks")
+        b.pod("data-science", "notebooks-%d" % i, "StatefulSet", "notebooks")
     held = 5 * 6200 + 1350 * workday + b.noise(40)
     bursts = np.where(workday, np.clip(0.29 + b.noise(0.08), 0, 1), 0.0)
     day = ~night
@@ -110,7 +115,7 @@ def example_day(days: int = 28, seed: int = 1, duplicate_shared: bool = False, c
         if not up.any():
             continue
         job = "fine-tune-%d" % (29400000 + n)
-        b.pod("training", "%s-abcde" % job, "Job", job, "fine-tune", up)
+        b.pod("training", "%s-abcde" % job, "Job", job, up)
         for gpu in (2, 3):
             b.device("gpu01", gpu, "training", "%s-abcde" % job, 19137 + b.noise(20),
                      0.85 + b.noise(0.08), up=up)

@@ -224,14 +224,30 @@ class _Placement:
                                          % (r["name"], r["pool_gpus"] - len(got), r["model"]))
         return pools
 
-    def kept(self, results: list[dict], current: set) -> None:
-        """GPUs of services kept as they are (not enough data, unstable) keep their current mode."""
+    def kept(self, results: list[dict], current: dict) -> None:
+        """GPUs of services kept as they are (not enough data, unstable, pods that match no
+        workload) keep their current mode; a kept workload seen on no GPU keeps the GPUs of its
+        team in the mode it is shared by, as many as its replicas need."""
+        used = {n for names in self.used_by.values() for n in names}
         for r in results:
-            if r.get("status") != "ok" and r["name"] in current:
-                for k in list(self.free):
-                    if r["name"] in self.used_by[k]:
-                        g = self.free.pop(k)
-                        self.assigned[k] = _gpu_as_is(g)
+            if r.get("status") == "ok":
+                continue
+            for k in list(self.free):
+                if r["name"] in self.used_by[k]:
+                    g = self.free.pop(k)
+                    self.assigned[k] = _gpu_as_is(g)
+            w = current.get(r["name"])
+            if w is None or r["name"] in used or w.sharing not in SHARED_MODES + (MIG,):
+                continue
+            have = sum(a.get("replicas", 1) for k, a in self.assigned.items()
+                       if a["mode"] == w.sharing and a["team"] == w.team)
+            for k in sorted(self.free):
+                g = self.free[k]
+                if have >= w.replicas and w.sharing != MIG or w.sharing == MIG and have:
+                    break
+                if g.mode == w.sharing and g.team == w.team:
+                    self.assigned[k] = _gpu_as_is(self.free.pop(k))
+                    have += g.replicas or 1
 
     def batch(self, advised: list[dict], teams: list[dict]) -> None:
         """Training and batch: the rest, to their teams by their quota share."""
@@ -254,14 +270,14 @@ class _Placement:
 
 def propose(ctx: _Context, results: list[dict], teams: list[dict], services: dict, sl: slice) -> dict:
     """The proposal: workloads, nodes, what did not fit, windows and what to buy. On the
-    current servers, whole serving first, then MIG, then time-sliced pools, then the GPUs of
-    services kept as they are; training/batch get what is left."""
+    current servers, whole serving first, then MIG, then the GPUs of services kept as they
+    are, then time-sliced pools; training/batch get what is left."""
     workloads, advised = _workloads(ctx.inventory, results)
     place = _Placement(ctx, services)
     place.whole_serving(advised)
     place.mig(advised)
+    place.kept(results, {w.name: w for w in ctx.inventory.workloads})
     pools = place.pools(advised)
-    place.kept(results, {w.name for w in ctx.inventory.workloads})
     place.batch(advised, teams)
     place.spare()
     # -- windows from idle hours of the time-sliced pools, when a queued team could borrow
