@@ -297,8 +297,8 @@ def features(ctx: _Context, svc: _Service, sl: slice) -> dict:
     pods_up = _pods_up(ctx, svc, sl, n)
     present = t["present"]
     # Sharing is read per device: the service shares a device when more pods (its own or other
-    # services') are on it than the one, or when its pods outnumber its devices.
-    shared_at = (t["pods_on"] > t["devices_up"] + 1e-9) | (pods_up > t["devices_up"])
+    # services', seen on it or counted on it from kube-state-metrics) are on it than the one.
+    shared_at = t["pods_on"] > t["devices_up"] + 1e-9
     pooled = bool(present.any()) and float(shared_at[present].mean()) >= s.pooled_share
     observed = _observed(ctx, svc, sl, n)
     if pooled:
@@ -343,7 +343,7 @@ def features(ctx: _Context, svc: _Service, sl: slice) -> dict:
         "model": models.most_common(1)[0][0] if models else None,
         **_saturation(devs, sl, s),
         "mem_total": t["mem_total"], "act_total": t["act_total"], "act_rel": act_rel, "pods_up": pods_up,
-        "devices_up": t["devices_up"], "sharing": _sharing_evidence(devs, sl, pooled, pods_up, present),
+        "devices_up": t["devices_up"], "sharing": _sharing_evidence(devs, sl),
     }
 
 
@@ -378,7 +378,7 @@ def _observed(ctx: _Context, svc: _Service, sl: slice, n: int):
     return out if nodes else np.ones(n, dtype=bool)
 
 
-def _sharing_evidence(devs: list, sl: slice, pooled: bool, pods_up, present) -> list:
+def _sharing_evidence(devs: list, sl: slice) -> list:
     """Per shared device: how it was read (for the report)."""
     np = _np()
     out = []
@@ -390,7 +390,6 @@ def _sharing_evidence(devs: list, sl: slice, pooled: bool, pods_up, present) -> 
                     "reporting": d.reporting, "with": list(d.shared_with),
                     "pods_max": round(float(np.max(d.pods[sl][on])), 2),
                     "own_pods_max": round(float(np.max(d.sharers[sl][on])), 2)})
-    del pooled, pods_up, present
     return out
 
 
