@@ -49,7 +49,8 @@ class _Device:
     act: object                    # ... and of its activity (NaN where none of its pods is on it)
     sharers: object = None         # this service's pods on the device at each step (seen + counted)
     pods: object = None            # every service's pods on the device at each step
-    device_act: object = None      # the device's own activity (all its pods)
+    own_act: object = None         # the device's activity less what the other services' pods are fitted to
+                                   # draw (all of it when nothing else is on it): whether this service is idle
     shared_with: tuple = ()        # other services seen on it at the same time
     reporting: str = "single"      # single (one pod at a time), duplicated, once (one pod of several)
 
@@ -217,7 +218,9 @@ def _split(ctx: _Context, pool: _Pool) -> dict:
     """The device shared out: each service's share of its memory (and activity) at each step
     is its pods there times a per-pod weight, over the sum for all services there. The weights
     are fitted once per device by non-negative least squares (the device's value against the
-    pods of each service up at that moment); equal weights when the services are never apart."""
+    pods of each service up at that moment); equal weights when the services are never apart.
+    Whether a service is idle is read from the device's activity less the other services'
+    fitted draw (``own_act``), so a busy neighbour does not make it look busy."""
     np = _np()
     keys = sorted(k for k, c in pool.counts.items() if c.any())
     model, cfrac, ufrac, cap = pool.info
@@ -227,8 +230,9 @@ def _split(ctx: _Context, pool: _Pool) -> dict:
     if len(keys) == 1:
         k = keys[0]
         on = pool.counts[k] > 0
-        out[k] = _Device(pool.key, model, pool.profile, cfrac, ufrac, cap, np.where(on, pool.mem, np.nan),
-                         np.where(on, pool.act, np.nan), pool.counts[k], total, pool.act, (), reporting)
+        act = np.where(on, pool.act, np.nan)
+        out[k] = _Device(pool.key, model, pool.profile, cfrac, ufrac, cap, np.where(on, pool.mem, np.nan), act,
+                         pool.counts[k], total, act, (), reporting)
         return out
     counts = np.vstack([pool.counts[k] for k in keys])
     weights = {name: _weights(counts, arr) for name, arr in (("mem", pool.mem), ("act", pool.act))}
@@ -246,8 +250,10 @@ def _split(ctx: _Context, pool: _Pool) -> dict:
             with np.errstate(invalid="ignore", divide="ignore"):
                 share = np.where(denom > 0, counts[i] * w[i] / np.where(denom > 0, denom, 1.0), 0.0)
             parts[name] = np.where(on, arr * share, np.nan)
+        others = (np.delete(counts, i, axis=0) * np.delete(weights["act"], i)[:, None]).sum(axis=0)
+        own = np.where(on, np.clip(pool.act - others, 0.0, None), np.nan)
         out[k] = _Device(pool.key, model, pool.profile, cfrac, ufrac, cap, parts["mem"], parts["act"], counts[i],
-                         total, pool.act, tuple(sorted("%s/%s" % b for b in together[k])), reporting)
+                         total, own, tuple(sorted("%s/%s" % b for b in together[k])), reporting)
     return out
 
 
@@ -309,15 +315,15 @@ def features(ctx: _Context, svc: _Service, sl: slice) -> dict:
     replica_mem, replica_act = replica["mem"], replica["act"]
     mem_known = not np.isnan(replica_mem).all()
     act_known = not np.isnan(replica_act).all()
-    act_rel = t["device_act_rel"] if pooled else t["act_rel"]
+    act_rel = t["own_act_rel"] if pooled else t["act_rel"]
     idle = present & ((act_rel < s.idle_activity) | np.isnan(act_rel))
     active = present & (act_rel >= s.idle_activity)
     up = int(present.sum())
     if pooled:
         # A time-sliced device shows only the activity of all its pods together: each sharer's
-        # busy share p is estimated as if they were busy independently (the device is idle when
-        # all k pods on it are: sum over its samples of (1 - p)^k = its idle samples).
-        k = np.where(present, np.maximum(np.maximum(t["pods_on"], pods_up), 1.0), 0.0)
+        # busy share p is estimated as if they were busy independently (the service is idle
+        # when all k of its pods are: sum over its samples of (1 - p)^k = its idle samples).
+        k = np.where(present, np.maximum(np.maximum(t["sharers"], pods_up), 1.0), 0.0)
         busy = _independent_busy_share(k[present], int(idle.sum()))
         idle_share, active_share = 1.0 - busy, busy
         idle_mem = replica_mem[idle]
@@ -399,8 +405,7 @@ def _totals(devs: list[_Device], sl: slice) -> dict:
     np = _np()
     mem_stack = np.vstack([d.mem[sl] for d in devs])
     act_stack = np.vstack([d.act[sl] * d.compute_fraction for d in devs])
-    dev_act_stack = np.vstack([np.where(np.isnan(d.act[sl]), np.nan, d.device_act[sl]) * d.compute_fraction
-                               for d in devs])
+    own_act_stack = np.vstack([d.own_act[sl] * d.compute_fraction for d in devs])
     cfrac = np.array([d.compute_fraction for d in devs])[:, None]
     present_stack = ~(np.isnan(mem_stack) & np.isnan(act_stack))
     present = present_stack.any(axis=0)
@@ -408,12 +413,12 @@ def _totals(devs: list[_Device], sl: slice) -> dict:
     with np.errstate(invalid="ignore", divide="ignore"):
         mem_total = np.where(present, np.nansum(mem_stack, axis=0), np.nan)
         act_total = np.where(present, np.nansum(act_stack, axis=0), np.nan)
-        dev_act_total = np.where(present, np.nansum(dev_act_stack, axis=0), np.nan)
+        own_act_total = np.where(present, np.nansum(own_act_stack, axis=0), np.nan)
         cap = (present_stack * cfrac).sum(axis=0)
         act_rel = np.where(cap > 0, act_total / np.where(cap > 0, cap, 1), np.nan)
-        device_act_rel = np.where(cap > 0, dev_act_total / np.where(cap > 0, cap, 1), np.nan)
+        own_act_rel = np.where(cap > 0, own_act_total / np.where(cap > 0, cap, 1), np.nan)
     return {"present": present, "mem_total": mem_total, "act_total": act_total, "act_rel": act_rel,
-            "device_act_rel": device_act_rel, "devices_up": present_stack.sum(axis=0), "pods_on": pods_on,
+            "own_act_rel": own_act_rel, "devices_up": present_stack.sum(axis=0), "pods_on": pods_on,
             "sharers": (np.vstack([d.sharers[sl] for d in devs]) * present_stack).sum(axis=0)}
 
 

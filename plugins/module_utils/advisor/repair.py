@@ -38,6 +38,10 @@ class State:
     variables: dict
     advice: dict
     moved: list                    # [(workload entry, where it went: "current entry" | "GPUs to buy", why)]
+    short: list = None             # lines for "GPUs to buy" the repairs add
+
+    def __post_init__(self):
+        self.short = [] if self.short is None else self.short
 
     def candidate(self) -> dict:
         return dict(self.variables, gpushare_workloads=self.workloads, gpushare_nodes=self.nodes)
@@ -92,10 +96,16 @@ def _narrow_pools(state: State, problems: list) -> str | None:
             continue
         for _h, g in gpus:
             g["replicas"] = max(g.get("replicas", 2), per_gpu)
+        pools = [s for s in state.advice["services"] if s.get("status") == "ok" and s.get("sharing") == mode]
+        wanted = sum(s.get("pool_gpus", 1) for s in pools)
         done.append("%d %s replicas wanted on %d GPU%s (%s): %d sharers per GPU (memory as advised is not "
                     "guaranteed: time-slicing does not isolate it)"
                     % (demand, mode, len(gpus), "" if len(gpus) == 1 else "s",
                        ", ".join("%s/%d" % (h, g["index"]) for h, g in gpus), per_gpu))
+        if wanted > len(gpus):
+            state.short.append("%s pools (%s): %d GPU%s short of the %d their memory needs, after the repair "
+                               "narrow-pools" % (mode, ", ".join(s["name"] for s in pools), wanted - len(gpus),
+                                                 "" if wanted - len(gpus) == 1 else "s", wanted))
     return "; ".join(done) or None
 
 
@@ -122,7 +132,8 @@ def _to_buy(state: State, problems: list) -> str | None:
     done = []
     for name in named:
         entry = next(w for w in state.workloads if w["name"] == name)
-        why = "; ".join(str(p) for p in problems if name in str(p) or not _WORKLOAD_PATH.match(p.path))[:400]
+        why = " ".join("; ".join(str(p) for p in problems
+                                 if name in str(p) or not _WORKLOAD_PATH.match(p.path)).split())[:400]
         if name in current:
             state.workloads[state.workloads.index(entry)] = copy.deepcopy(current[name])
             state.moved.append((entry, "current entry", why))
@@ -172,11 +183,12 @@ def plan_proposal(advice: dict, variables: dict, plan: Callable = build_plan) ->
         try:
             plan(state.candidate())
         except PlanInvalid as invalid:
-            first_problems = first_problems or [str(p) for p in invalid.problems]
+            first_problems = first_problems or [" ".join(str(p).split()) for p in invalid.problems]
             for r in REPAIRS:
                 did = r.apply(state, invalid.problems)
                 if did:
-                    repairs.append({"rule": r.name, "did": did, "planner": [str(p) for p in invalid.problems][:5]})
+                    repairs.append({"rule": r.name, "did": did,
+                                    "planner": [" ".join(str(p).split()) for p in invalid.problems][:5]})
                     break
             else:
                 break
@@ -207,6 +219,7 @@ def _commit(advice: dict, state: State, repairs: list, check: dict) -> None:
     advice["proposal"]["nodes"] = state.nodes
     advice["repairs"] = repairs
     advice["plan_check"] = check
+    advice["buy"]["short"].extend(state.short)
     for entry, where, why in state.moved:
         advice["buy"]["short"].append("%s (%s) moved out of the proposal by the repair to-buy (%s): %s"
                                       % (entry["name"], _short(entry), where, why))

@@ -288,6 +288,7 @@ def _service_advice(ctx: _Context, svc, team: str | None, declared, gaps: dict, 
     entry.update(choice)
     if choice.get("sharing") == TIMESLICE:
         entry["idle_hours"] = idle_hours(ctx, f, window)
+        entry["shared_with"] = sorted({w.split("/", 1)[1] for d in f["sharing"] for w in d["with"]})
     if choice["status"] == "ok" and s.stability:
         _check_stability(ctx, svc, entry, halves)
     return entry
