@@ -257,9 +257,13 @@ class Identity:
 def assign(pods: list, workloads: list, selectors: dict, team_namespaces: dict) -> Identity:
     """Every pod to the workload it belongs to (see the module's docstring); AdviceError when
     a pod is matched by two workloads' selectors or a selector matches no pod."""
-    team_of = {w.name: w.team for w in workloads}
-    default_entries = [w.name for w in workloads if w.name not in selectors]
-    by_length = sorted(default_entries, key=lambda n: (-len(n), n))
+    default_entries = {w.name for w in workloads if w.name not in selectors}
+    # per namespace, the workloads without selectors of the team owning it, longest name first
+    by_namespace = defaultdict(list)
+    for w in sorted(workloads, key=lambda w: (-len(w.name), w.name)):
+        if w.name in default_entries:
+            for ns in team_namespaces.get(w.team, ()):
+                by_namespace[ns].append(w.name)
     of, how = {}, {}
     conflicts = []
     used = Counter()
@@ -282,8 +286,8 @@ def assign(pods: list, workloads: list, selectors: dict, team_namespaces: dict) 
             of[key], how[key] = (pod.namespace, controller), "name"
             continue
         owner = pod.owner_name if not pod.bare else pod.name
-        prefixed = next((n for n in by_length if pod.namespace in team_namespaces.get(team_of[n], ())
-                         and (controller.startswith(n + "-") or owner.startswith(n + "-"))), None)
+        prefixed = next((n for n in by_namespace.get(pod.namespace, ())
+                         if controller.startswith(n + "-") or owner.startswith(n + "-")), None)
         if prefixed:
             of[key], how[key] = (pod.namespace, prefixed), "name-prefix"
             continue

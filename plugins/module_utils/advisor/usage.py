@@ -201,7 +201,9 @@ def fetch_usage(client, end: float, settings: Settings, label_names=()) -> Usage
     namespaces = sorted({s.namespace for s in series if s.namespace})
     owners = _owners(client, grid, namespaces)
     notes = ["pod labels read from %s/%s" % (ns_label, pod_label)]
-    running_only = present_metric(client, METRIC_PHASE, grid) > 0
+    running_only = bool(namespaces) and bool(client.query('count(last_over_time(%s{%s, phase="Running"}[%s]))'
+                                                          % (METRIC_PHASE, _namespace_selector(namespaces),
+                                                             grid.window), grid.end))
     if not running_only:
         notes.append("no %s: pods counted while kube-state-metrics lists them, Running or not" % METRIC_PHASE)
     return UsageData(start=start, step=step, steps=grid.steps, series=series, owners=owners,

@@ -8,8 +8,10 @@ reading of kube_pod_labels and pod counts from Prometheus answers."""
 
 from __future__ import annotations
 
+import copy
 from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 import usage_synth
@@ -339,3 +341,27 @@ def test_owner_groups_follow_the_pods_identity():
                               unmatched={}, notes=[])
     assert identity.owner_groups(ident, owners) == {("data-science", "<none>", "jupyter-a"): ("data-science", "notebooks"),
                                                     ("training", "Job", "fine-tune-29400000"): ("training", "fine-tune")}
+
+
+def test_pods_that_duplicate_no_workload_are_proposed_as_a_new_one(real):
+    """A Deployment nobody put in the inventory (a reranker on a free MIG slice of production's
+    GPU 1) duplicates no workload: it is proposed as a new entry and planned with the rest."""
+    usage, _truth = real
+    usage = copy.deepcopy(usage)
+    b = usage_synth.Builder(days=28)
+    pod = "reranker-7c9d5f8b6q-z2x4c"
+    usage.owners[("prod-serving", pod)] = ("ReplicaSet", "reranker-7c9d5f8b6q")
+    usage.pods_running[("prod-serving", "ReplicaSet", "reranker-7c9d5f8b6q")] = np.ones(usage.steps)
+    usage.series.append(usage_mod.GpuSeries(node="gpu01", gpu=1, uuid="", instance="5", profile="1g.18gb",
+                                            model="h200-141gb", namespace="prod-serving", pod=pod,
+                                            fb_used=np.full(usage.steps, 3000.0) + b.noise(5),
+                                            active=np.clip(0.05 + b.noise(0.01), 0, 1)))
+    out = ua.advise(usage, dict(example_inventory(), gpushare_advise_match=MATCH))
+    reranker = _svc(out, "reranker")
+    assert (reranker["status"], reranker.get("new"), reranker["sharing"], reranker["mig_profile"]) == \
+        ("ok", True, "mig", "1g.18gb")
+    (row,) = out["unmatched"]
+    assert row["name"] == "reranker" and row["proposed"] and row["reason"] == "proposed as a new workload"
+    entry = next(w for w in out["proposal"]["workloads"] if w["name"] == "reranker")
+    assert (entry["team"], entry["sharing"], entry["mig_profile"]) == ("production", "mig", "1g.18gb")
+    assert out["plan_check"]["status"] == "accepted"
