@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.identity import label_key
-from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.usage_advisor import GpuSeries, UsageData
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.usage_advisor import GpuSeries, PodCounts, UsageData
 
 DAY = 86400
 # A Monday 00:00 UTC, so weekdays and hours are easy to reason about.
@@ -53,7 +53,7 @@ class Builder:
         self.owners[(namespace, pod)] = (owner_kind, owner)
         up = np.ones(self.steps) if up is None else up.astype(float)
         key = (namespace, "<none>", pod) if owner_kind == "<none>" else (namespace, owner_kind, owner)
-        self.running[key] = self.running.get(key, np.zeros(self.steps)) + up
+        self.running[key] = PodCounts.of(self.running[key].full(self.steps) + up if key in self.running else up)
         if labels:
             self.labels[(namespace, pod)] = tuple(sorted((label_key(k), v) for k, v in labels.items()))
 
@@ -73,7 +73,8 @@ class Builder:
 
     def usage(self) -> UsageData:
         return UsageData(start=float(self.start), step=self.step, steps=self.steps, series=self.series,
-                         owners=self.owners, pods_running=self.running, source="synthetic", labels=self.labels)
+                         owners=self.owners, pods_running=self.running,
+                         source="synthetic", labels=self.labels)
 
 
 def example_day(days: int = 28, seed: int = 1, duplicate_shared: bool = False, classifier_memory: bool = False,

@@ -18,7 +18,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.settings 
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import SHARED_MODES
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.identity import owner_groups, service_name
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.usage import (
-    GpuSeries, UsageData, _np, iso, present_mask)
+    GpuSeries, UsageData, _np, counts_over, iso, present_mask)
 
 HOURS_PER_DAY = 24
 
@@ -152,7 +152,8 @@ def services_of(ctx: _Context) -> tuple[dict, list[str]]:
             key = (ns, service_name(kind, owner, owner or ""))
         if key in services:
             svc = services[key]
-            svc.running = counts if svc.running is None else svc.running + counts
+            full = counts_over(counts, usage.steps)
+            svc.running = (full if svc.running is None else svc.running + full).astype(np.float32)
     pools = {dev: _read_device(ctx, dev, items) for dev, items in by_device.items()}
     for key, svc in services.items():
         if svc.running is not None:
@@ -164,7 +165,6 @@ def services_of(ctx: _Context) -> tuple[dict, list[str]]:
         notes.append("devices with samples but no pod at times (idle, or not attributed by the exporter: DRA GPUs, "
                      "shared resources missing from NVIDIA_RESOURCE_NAMES; counted per node only): %s"
                      % ", ".join(sorted(unattributed)[:12]) + (" ..." if len(unattributed) > 12 else ""))
-    del np
     return services, notes
 
 
@@ -175,17 +175,18 @@ def _read_device(ctx: _Context, dev: tuple, items: list) -> _Pool:
     steps = ctx.usage.steps
     series = [s for _key, s in items]
     info = _device_info(series[0], ctx.node_models)
-    mem = _stack_max([s.full("fb_used", steps) for s in series], steps)
-    act = _stack_max([s.full("active", steps) for s in series], steps)
+    # kept as float32 (like the series): a fleet has thousands of devices
+    mem = _stack_max([s.full("fb_used", steps) for s in series], steps).astype(np.float32)
+    act = _stack_max([s.full("active", steps) for s in series], steps).astype(np.float32)
     if info[3] is None:
         free = _stack_max([s.full("fb_free", steps) for s in series], steps)
         if not np.isnan(free).all():
             info = info[:3] + (float(np.nanmax(mem + free)),)
     counts = {}
     for key, s in items:
-        p = present_mask(s, steps).astype(float)
+        p = present_mask(s, steps).astype(np.float32)
         counts[key] = counts[key] + p if key in counts else p
-    total = sum(counts.values())
+    total = next(iter(counts.values())) if len(counts) == 1 else sum(counts.values())
     return _Pool(key=dev, info=info, profile=series[0].profile, mem=mem, act=act, counts=counts,
                  duplicated=bool((total >= 2).any()), shareable=(dev[0], dev[1]) in ctx.shareable)
 
@@ -228,11 +229,10 @@ def _split(ctx: _Context, pool: _Pool) -> dict:
     reporting = "duplicated" if pool.duplicated else ("once" if (total > 1 + 1e-9).any() else "single")
     out = {}
     if len(keys) == 1:
+        # alone on the device: its samples are the device's (NaN where none of its pods is on it)
         k = keys[0]
-        on = pool.counts[k] > 0
-        act = np.where(on, pool.act, np.nan)
-        out[k] = _Device(pool.key, model, pool.profile, cfrac, ufrac, cap, np.where(on, pool.mem, np.nan), act,
-                         pool.counts[k], total, act, (), reporting)
+        out[k] = _Device(pool.key, model, pool.profile, cfrac, ufrac, cap, pool.mem, pool.act,
+                         pool.counts[k], pool.counts[k] if len(pool.counts) == 1 else total, pool.act, (), reporting)
         return out
     counts = np.vstack([pool.counts[k] for k in keys])
     weights = {name: _weights(counts, arr) for name, arr in (("mem", pool.mem), ("act", pool.act))}
@@ -249,9 +249,9 @@ def _split(ctx: _Context, pool: _Pool) -> dict:
             denom = (counts * w[:, None]).sum(axis=0)
             with np.errstate(invalid="ignore", divide="ignore"):
                 share = np.where(denom > 0, counts[i] * w[i] / np.where(denom > 0, denom, 1.0), 0.0)
-            parts[name] = np.where(on, arr * share, np.nan)
+            parts[name] = np.where(on, arr * share, np.nan).astype(np.float32)
         others = (np.delete(counts, i, axis=0) * np.delete(weights["act"], i)[:, None]).sum(axis=0)
-        own = np.where(on, np.clip(pool.act - others, 0.0, None), np.nan)
+        own = np.where(on, np.clip(pool.act - others, 0.0, None), np.nan).astype(np.float32)
         out[k] = _Device(pool.key, model, pool.profile, cfrac, ufrac, cap, parts["mem"], parts["act"], counts[i],
                          total, own, tuple(sorted("%s/%s" % b for b in together[k])), reporting)
     return out
@@ -403,8 +403,8 @@ def _totals(devs: list[_Device], sl: slice) -> dict:
     """Memory and activity summed over the service's devices (activity in whole-GPU terms and
     relative to the devices up), where any device has a sample; the pods on those devices."""
     np = _np()
-    mem_stack = np.vstack([d.mem[sl] for d in devs])
-    act_stack = np.vstack([d.act[sl] * d.compute_fraction for d in devs])
+    mem_stack = np.vstack([d.mem[sl] for d in devs]).astype(float)
+    act_stack = np.vstack([d.act[sl] * d.compute_fraction for d in devs]).astype(float)
     own_act_stack = np.vstack([d.own_act[sl] * d.compute_fraction for d in devs])
     cfrac = np.array([d.compute_fraction for d in devs])[:, None]
     present_stack = ~(np.isnan(mem_stack) & np.isnan(act_stack))

@@ -89,12 +89,39 @@ class UsageData:
     steps: int
     series: list[GpuSeries]
     owners: dict                   # (namespace, pod) -> (owner_kind, owner_name)
-    # (namespace, owner_kind, owner_name) -> pods of that owner running at each grid point; a pod
-    # without a controller is its own group (namespace, "<none>", pod)
+    # (namespace, owner_kind, owner_name) -> pods of that owner running at each grid point, as
+    # PodCounts (or a plain array over the grid); a pod without a controller is its own group
+    # (namespace, "<none>", pod)
     pods_running: dict = field(default_factory=dict)
     source: str = ""
     notes: list = field(default_factory=list)
     labels: dict = field(default_factory=dict)   # (namespace, pod) -> ((kube_pod_labels key, value), ...)
+
+
+@dataclass
+class PodCounts:
+    """Pods running at each grid point, kept only from the first to the last point with one:
+    a Job per run (a CronJob's, a Kubeflow run's) is up a few hours of 28 days."""
+    offset: int
+    values: object                 # float32 array
+
+    @classmethod
+    def of(cls, counts) -> "PodCounts":
+        np = _np()
+        idx = np.flatnonzero(counts)
+        lo, hi = (int(idx[0]), int(idx[-1]) + 1) if idx.size else (0, 0)
+        return cls(lo, np.asarray(counts[lo:hi], dtype=np.float32))
+
+    def full(self, steps: int):
+        np = _np()
+        out = np.zeros(steps)
+        out[self.offset:self.offset + len(self.values)] = self.values
+        return out
+
+
+def counts_over(counts, steps: int):
+    """Pod counts (PodCounts or an array) over the whole grid."""
+    return counts.full(steps) if isinstance(counts, PodCounts) else counts
 
 
 def iso(usage: UsageData, index: int) -> str:
@@ -324,8 +351,9 @@ def _pods_running(client, grid: _Grid, namespaces: list, running_only: bool) -> 
     completed Job pods kept by the CronJob's history limit) are left out when
     kube_pod_status_phase is there."""
     np = _np()
-    counts = defaultdict(lambda: np.zeros(grid.steps))
+    out = {}
     for ns in namespaces:
+        counts = defaultdict(lambda: np.zeros(grid.steps))
         running = (' * on (namespace, pod) group_left () (max by (namespace, pod) (%s{namespace="%s", '
                    'phase="Running"}) == 1)' % (METRIC_PHASE, ns)) if running_only else ""
         for by, owned in (("owner_kind, owner_name", '!="%s"' % NO_OWNER), ("pod", '="%s"' % NO_OWNER)):
@@ -336,4 +364,5 @@ def _pods_running(client, grid: _Grid, namespaces: list, running_only: bool) -> 
                 key = (ns, NO_OWNER, labels.get("pod")) if by == "pod" else \
                     (ns, labels.get("owner_kind"), labels.get("owner_name"))
                 counts[key] += np.nan_to_num(grid.of(row["values"]))
-    return dict(counts)
+        out.update((key, PodCounts.of(c)) for key, c in counts.items())
+    return out

@@ -31,7 +31,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.settings 
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import identity
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.usage import (
     METRIC_ACTIVE, METRIC_FREE, METRIC_MEMORY, METRIC_OWNER, METRIC_UTIL, NODES_PER_QUERY, SECONDS_PER_DAY,
-    GpuSeries, UsageData, _add_row, _np, fetch_usage, iso, present_mask)
+    GpuSeries, PodCounts, UsageData, _add_row, _np, fetch_usage, iso, present_mask)
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.identity import service_name
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.features import (
     _Context, chart_data, compute_slices_of, evidence, features, services_of)
@@ -45,7 +45,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.repair im
 __all__ = [
     "ADVICE_FORMAT", "MIB_PER_GIB", "AdviceError", "Settings",
     "METRIC_ACTIVE", "METRIC_FREE", "METRIC_MEMORY", "METRIC_OWNER", "METRIC_UTIL", "NODES_PER_QUERY",
-    "GpuSeries", "UsageData", "_add_row", "fetch_usage", "service_name",
+    "GpuSeries", "PodCounts", "UsageData", "_add_row", "fetch_usage", "service_name",
     "compute_slices_of", "choose_profile", "detect_kind", "KIND_RULES", "KindRule", "RULES", "Rule",
     "REPAIRS", "Repair", "advise", "match_label_names", "plan_proposal",
 ]

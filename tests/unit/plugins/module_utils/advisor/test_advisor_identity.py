@@ -325,7 +325,7 @@ def test_pods_are_counted_per_owner_and_bare_pods_one_by_one():
                                  ("data-science", "jupyter-b", "<none>", "<none>", [0, 1, 1]),
                                  ("data-science", "hub-x", "ReplicaSet", "hub-5c7d9f8b6q", [1, 1, 1])])
     got = usage_mod._pods_running(client, _grid(), ["data-science"], True)  # pylint: disable=protected-access
-    assert {k: v.tolist() for k, v in got.items()} == {
+    assert {k: v.full(3).tolist() for k, v in got.items()} == {
         ("data-science", "<none>", "jupyter-a"): [1, 1, 0], ("data-science", "<none>", "jupyter-b"): [0, 1, 1],
         ("data-science", "ReplicaSet", "hub-5c7d9f8b6q"): [1, 1, 1]}
     assert all('phase="Running"' in q for q in client.queries)
@@ -351,7 +351,7 @@ def test_pods_that_duplicate_no_workload_are_proposed_as_a_new_one(real):
     b = usage_synth.Builder(days=28)
     pod = "reranker-7c9d5f8b6q-z2x4c"
     usage.owners[("prod-serving", pod)] = ("ReplicaSet", "reranker-7c9d5f8b6q")
-    usage.pods_running[("prod-serving", "ReplicaSet", "reranker-7c9d5f8b6q")] = np.ones(usage.steps)
+    usage.pods_running[("prod-serving", "ReplicaSet", "reranker-7c9d5f8b6q")] = ua.PodCounts.of(np.ones(usage.steps))
     usage.series.append(usage_mod.GpuSeries(node="gpu01", gpu=1, uuid="", instance="5", profile="1g.18gb",
                                             model="h200-141gb", namespace="prod-serving", pod=pod,
                                             fb_used=np.full(usage.steps, 3000.0) + b.noise(5),
