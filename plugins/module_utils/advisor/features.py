@@ -52,7 +52,7 @@ class _Device:
     own_act: object = None         # the device's activity less what the other services' pods are fitted to
                                    # draw (all of it when nothing else is on it): whether this service is idle
     shared_with: tuple = ()        # other services seen on it at the same time
-    reporting: str = "single"      # single (one pod at a time), duplicated, once (one pod of several)
+    reporting: str = "alone"       # alone (one pod at a time), duplicated (copied to every pod), once (one pod of several)
 
 
 class _Service:
@@ -187,8 +187,12 @@ def _read_device(ctx: _Context, dev: tuple, items: list) -> _Pool:
         p = present_mask(s, steps).astype(np.float32)
         counts[key] = counts[key] + p if key in counts else p
     total = next(iter(counts.values())) if len(counts) == 1 else sum(counts.values())
+    # Copied to every pod: several pods carry its series at once in a share of its samples (a
+    # pod's series outliving it by Prometheus' lookback at a rollout is one sample, not that).
+    busy = total > 0
+    several = float((total[busy] >= 2).mean()) if busy.any() else 0.0
     return _Pool(key=dev, info=info, profile=series[0].profile, mem=mem, act=act, counts=counts,
-                 duplicated=bool((total >= 2).any()), shareable=(dev[0], dev[1]) in ctx.shareable)
+                 duplicated=several >= ctx.settings.duplicated_share, shareable=(dev[0], dev[1]) in ctx.shareable)
 
 
 def _hidden_sharers(ctx: _Context, key: tuple, svc: _Service, pools: dict) -> None:
@@ -226,7 +230,8 @@ def _split(ctx: _Context, pool: _Pool) -> dict:
     keys = sorted(k for k, c in pool.counts.items() if c.any())
     model, cfrac, ufrac, cap = pool.info
     total = sum(pool.counts[k] for k in keys) if keys else np.zeros(ctx.usage.steps)
-    reporting = "duplicated" if pool.duplicated else ("once" if (total > 1 + 1e-9).any() else "single")
+    several = float((total[total > 0] > 1 + 1e-9).mean()) if (total > 0).any() else 0.0
+    reporting = "duplicated" if pool.duplicated else ("once" if several >= ctx.settings.duplicated_share else "alone")
     out = {}
     if len(keys) == 1:
         # alone on the device: its samples are the device's (NaN where none of its pods is on it)
@@ -349,7 +354,7 @@ def features(ctx: _Context, svc: _Service, sl: slice) -> dict:
         "model": models.most_common(1)[0][0] if models else None,
         **_saturation(devs, sl, s),
         "mem_total": t["mem_total"], "act_total": t["act_total"], "act_rel": act_rel, "pods_up": pods_up,
-        "devices_up": t["devices_up"], "sharing": _sharing_evidence(devs, sl),
+        "devices_up": t["devices_up"], "sharing": _sharing_evidence(devs, sl, s),
     }
 
 
@@ -384,13 +389,14 @@ def _observed(ctx: _Context, svc: _Service, sl: slice, n: int):
     return out if nodes else np.ones(n, dtype=bool)
 
 
-def _sharing_evidence(devs: list, sl: slice) -> list:
-    """Per shared device: how it was read (for the report)."""
+def _sharing_evidence(devs: list, sl: slice, s: Settings) -> list:
+    """Per device shared (several pods on it in at least ``duplicated_share`` of the
+    service's samples there): how it was read (for the report)."""
     np = _np()
     out = []
     for d in devs:
         on = d.sharers[sl] > 0
-        if not on.any() or not (d.pods[sl][on] > 1 + 1e-9).any():
+        if not on.any() or float((d.pods[sl][on] > 1 + 1e-9).mean()) < s.duplicated_share:
             continue
         out.append({"device": "%s/%d%s" % (d.key[0], d.key[1], "" if d.key[2] is None else "/%s" % d.key[2]),
                     "reporting": d.reporting, "with": list(d.shared_with),

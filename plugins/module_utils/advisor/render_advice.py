@@ -170,7 +170,7 @@ def sharing_text(d: dict) -> str:
     how = {"duplicated": "its series were copied to every pod on it, so they were read once",
            "once": "its series went to one pod at a time; the service's other running pods (kube-state-metrics) "
                    "were counted on it as sharers",
-           "single": "one pod at a time"}[d["reporting"]]
+           "alone": "one pod at a time"}[d["reporting"]]
     others = (" with %s" % ", ".join(d["with"])) if d["with"] else ""
     return ("up to %g pods at once (%g of this service)%s; %s. Its memory and activity are the device's, split "
             "between the services on it by their pods times a per-pod weight fitted by non-negative least squares "
