@@ -93,7 +93,7 @@ options:
         C(namespace), C(owner_kind) (C(<none>) for a pod without a controller, e.g. JupyterHub's
         C(jupyter-<user>)), C(owner_name) (the owner or its controller - the Deployment of a
         ReplicaSet, the CronJob of a Job), C(name_prefix), C(name_pattern) (a regular expression the
-        whole pod name matches), C(labels) (pod labels, read from C(kube_pod_labels): they must be on
+        whole pod name matches), C(labels) (pod labels, read from C(kube_pod_labels), so they must be on
         kube-state-metrics' C(metricLabelsAllowlist)) and C(queue) (the C(kueue.x-k8s.io/queue-name) label).
       - A workload without selectors is recognised by its name - the pods whose controller is named
         like it, or C(<name>-...) in its team's namespaces. A pod matched by two workloads, or a
