@@ -193,10 +193,10 @@ def real_cluster_day(days: int = 28, seed: int = 1, duplicate_shared: bool = Tru
                  up=up)
         vllm.append(pod)
     # GPU 1: MIG.
-    for name, owner, suffix, inst, prof, mem in (("embeddings", "embeddings-7d4b9c6f8q", "q8w2e", "3", "1g.18gb", 1647),
-                                                  ("classifier", "classifier-5f6d8c7b9x", "h7j3k", "4", "1g.18gb", 1411),
-                                                  ("speech-to-text", "speech-to-text-8b7c6d5f4m", "m4n5b", "1", "2g.35gb",
-                                                   2205)):
+    mig_services = (("embeddings", "embeddings-7d4b9c6f8q", "q8w2e", "3", "1g.18gb", 1647),
+                    ("classifier", "classifier-5f6d8c7b9x", "h7j3k", "4", "1g.18gb", 1411),
+                    ("speech-to-text", "speech-to-text-8b7c6d5f4m", "m4n5b", "1", "2g.35gb", 2205))
+    for _name, owner, suffix, inst, prof, mem in mig_services:
         pod = "%s-%s" % (owner, suffix)
         b.pod("prod-serving", pod, "ReplicaSet", owner)
         b.device("gpu01", 1, "prod-serving", pod, mem - 80 * b.rng.random(b.steps),
@@ -234,9 +234,9 @@ def real_cluster_day(days: int = 28, seed: int = 1, duplicate_shared: bool = Tru
         ups[pod], mems[pod] = up, np.where(up, LABELER_MIB + CONTEXT_MIB, 0.0)
         acts[pod] = np.where(up, LABELER_ACTIVITY, 0.0)
         truth["labeler"] = {"pod": pod, "memory_mib": LABELER_MIB + CONTEXT_MIB, "activity": LABELER_ACTIVITY}
-    device_up = np.any([u for u in ups.values()], axis=0)
-    device_mem = np.sum([m for m in mems.values()], axis=0)
-    device_act = np.clip(np.sum([a for a in acts.values()], axis=0), 0, 1)
+    device_up = np.any(list(ups.values()), axis=0)
+    device_mem = np.sum(list(mems.values()), axis=0)
+    device_act = np.clip(np.sum(list(acts.values()), axis=0), 0, 1)
     first_up = np.full(b.steps, "", dtype=object)
     for pod, up in reversed(list(ups.items())):
         first_up[up] = pod

@@ -49,8 +49,9 @@ class _Device:
     act: object                    # ... and of its activity (NaN where none of its pods is on it)
     sharers: object = None         # this service's pods on the device at each step (seen + counted)
     pods: object = None            # every service's pods on the device at each step
-    own_act: object = None         # the device's activity less what the other services' pods are fitted to
-                                   # draw (all of it when nothing else is on it): whether this service is idle
+    # the device's activity less what the other services' pods are fitted to draw (all of it when
+    # nothing else is on it): whether this service is idle
+    own_act: object = None
     shared_with: tuple = ()        # other services seen on it at the same time
     reporting: str = "alone"       # alone (one pod at a time), duplicated (copied to every pod), once (one pod of several)
 

@@ -185,8 +185,8 @@ def _selector(entry: str, index: int, path: str, item, team_ns: tuple, problems:
         return None
     unknown = sorted(set(item) - set(MATCH_KEYS))
     if unknown:
-        problems.append("%s: unknown key%s %s; allowed: %s" % (path, "s" if len(unknown) > 1 else "",
-                                                              ", ".join(unknown), ", ".join(MATCH_KEYS)))
+        problems.append("%s: unknown key%s %s; allowed: %s"
+                        % (path, "s" if len(unknown) > 1 else "", ", ".join(unknown), ", ".join(MATCH_KEYS)))
         return None
     before = len(problems)
     namespaces = _strings(path + ".namespace", item["namespace"], problems) if "namespace" in item else tuple(team_ns)

@@ -357,8 +357,8 @@ def _pods_running(client, grid: _Grid, namespaces: list, running_only: bool) -> 
         running = (' * on (namespace, pod) group_left () (max by (namespace, pod) (%s{namespace="%s", '
                    'phase="Running"}) == 1)' % (METRIC_PHASE, ns)) if running_only else ""
         for by, owned in (("owner_kind, owner_name", '!="%s"' % NO_OWNER), ("pod", '="%s"' % NO_OWNER)):
-            query = 'count by (namespace, %s) (%s{namespace="%s", owner_kind%s}%s)' % (by, METRIC_OWNER, ns, owned,
-                                                                                      running)
+            query = 'count by (namespace, %s) (%s{namespace="%s", owner_kind%s}%s)' % (
+                by, METRIC_OWNER, ns, owned, running)
             for row in client.query_range(query, grid.start, grid.end, grid.step):
                 labels = row["metric"]
                 key = (ns, NO_OWNER, labels.get("pod")) if by == "pod" else \

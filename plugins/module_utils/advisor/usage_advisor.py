@@ -105,13 +105,14 @@ def advise(usage: UsageData, variables: dict, settings: Settings = Settings(), c
     teams = team_quotas(ctx, services, window)
     proposal = propose(ctx, results, teams, services, window)
     advice = {"format": ADVICE_FORMAT, "source": usage.source,
-            "window": {"from": iso(usage, first), "until": iso(usage, last), "days": round(_days(usage, first, last), 2),
-                       "step_s": usage.step, "timezone": inventory.policy.timezone},
-            "settings": settings.__dict__, "gaps": {n: round(v, 3) for n, v in gaps.items()},
-            "services": results, "teams": teams, "windows": proposal.pop("windows"),
-            "buy": proposal.pop("buy"), "proposal": proposal, "notes": notes,
-            "unmatched": [_unmatched_row(r) for r in results if r.get("identity", {}).get("rule") == "unmatched"],
-            "repairs": [], "plan_check": {"status": "not checked", "text": "not checked", "problems": []}}
+              "window": {"from": iso(usage, first), "until": iso(usage, last),
+                         "days": round(_days(usage, first, last), 2), "step_s": usage.step,
+                         "timezone": inventory.policy.timezone},
+              "settings": settings.__dict__, "gaps": {n: round(v, 3) for n, v in gaps.items()},
+              "services": results, "teams": teams, "windows": proposal.pop("windows"),
+              "buy": proposal.pop("buy"), "proposal": proposal, "notes": notes,
+              "unmatched": [_unmatched_row(r) for r in results if r.get("identity", {}).get("rule") == "unmatched"],
+              "repairs": [], "plan_check": {"status": "not checked", "text": "not checked", "problems": []}}
     if check:
         plan_proposal(advice, variables)
     return advice

@@ -78,8 +78,8 @@ def test_jupyterhub_pods_without_a_selector_are_one_unmatched_group():
     pods = [_pod("data-science", "jupyter-%s" % u, "<none>", "<none>") for u in ("alice", "bob", "chen")]
     ident = _assign(pods + [_pod("data-science", "lonely", "<none>", "<none>")])
     assert {p.name: _where(ident, p) for p in pods} == {p.name: ("jupyter", "unmatched") for p in pods}
-    assert ident.unmatched[("data-science", "jupyter")] == ["data-science/jupyter-alice", "data-science/jupyter-bob",
-                                                             "data-science/jupyter-chen"]
+    assert ident.unmatched[("data-science", "jupyter")] == [
+        "data-science/jupyter-alice", "data-science/jupyter-bob", "data-science/jupyter-chen"]
     assert ident.of[("data-science", "lonely")] == ("data-science", "lonely")
 
 
@@ -232,8 +232,8 @@ def test_with_selectors_the_example_day_is_advised(real):
     (shared,) = notebooks["evidence"]["sharing"]
     assert shared["reporting"] == "duplicated" and shared["pods_max"] == 5
     fine = _svc(out, "fine-tune")
-    assert (fine["gpus"], fine["identity"]["rule"], fine["identity"]["pods"]) == (2, "name-prefix",
-                                                                                   len(truth["fine_tune_pods"]))
+    assert (fine["gpus"], fine["identity"]["rule"]) == (2, "name-prefix")
+    assert fine["identity"]["pods"] == len(truth["fine_tune_pods"])
     assert _svc(out, "vllm-chat")["identity"]["pods"] == len(truth["vllm_pods"])
     assert out["unmatched"] == [] and out["plan_check"]["status"] == "accepted"
     plan = build_plan(dict(example_inventory(), gpushare_workloads=out["proposal"]["workloads"],
@@ -255,8 +255,8 @@ def test_bad_selectors_stop_the_advice(real):
     usage, _truth = real
     with pytest.raises(AdviceError, match="pod data-science/eve-gpu-0 .* is matched by"):
         ua.advise(usage, dict(example_inventory(), gpushare_advise_match={
-            "notebooks": {"namespace": "data-science"}, "fine-tune": {"namespace": "data-science",
-                                                                       "owner_kind": "StatefulSet"}}))
+            "notebooks": {"namespace": "data-science"},
+            "fine-tune": {"namespace": "data-science", "owner_kind": "StatefulSet"}}))
     with pytest.raises(AdviceError, match=r"gpushare_advise_match.notebooks \{name_prefix: jupyterhub-\} matches no pod"):
         ua.advise(usage, dict(example_inventory(), gpushare_advise_match={"notebooks": {"name_prefix": "jupyterhub-"}}))
 

@@ -25,9 +25,9 @@ def _svc(advice, name):
     return next(s for s in advice["services"] if s["name"] == name)
 
 
-def _inventory(match=MATCH, timezone=None, labeler=False):
+def _inventory(timezone=None, labeler=False):
     inv = copy.deepcopy(example_inventory())
-    inv["gpushare_advise_match"] = match
+    inv["gpushare_advise_match"] = copy.deepcopy(MATCH)
     if timezone:
         inv["gpushare_policy"]["timezone"] = timezone
     if labeler:

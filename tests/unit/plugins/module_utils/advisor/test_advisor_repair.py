@@ -10,8 +10,6 @@ from __future__ import annotations
 import copy
 import re
 
-import pytest
-
 import usage_synth
 from inventories import ROOT, example_day as example_inventory
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import render_advice, repair, usage_advisor as ua

@@ -135,8 +135,8 @@ def _features(**kw):
 
 
 def _choose(f, kind="serving", dra=False):
-    svc = SimpleNamespace(name="svc", devices={("n1", 0, None): SimpleNamespace(key=("n1", 0, None), profile=None,
-                                                                             capacity_mib=f["capacity_mib"])})
+    device = SimpleNamespace(key=("n1", 0, None), profile=None, capacity_mib=f["capacity_mib"])
+    svc = SimpleNamespace(name="svc", devices={("n1", 0, None): device})
     ctx = SimpleNamespace(settings=ua.Settings(), dra_nodes={"n1"} if dra else set())
     return rules.choose(ctx, svc, f, kind)
 
