@@ -602,6 +602,7 @@ def build(inventory: str, seed: int = 1, days: float = 14, step: int = 300, end:
     hist: dict = {cq: [0] * (len(KUEUE_BUCKETS) + 1) for cq in team_cq.values()}
     hist_sum = dict.fromkeys(team_cq.values(), 0.0)
     pending_since: dict = {}
+
     def ksm_pod(ns: str, pod: str, okind: str, oname: str, labels: dict, phase: str, t: int) -> None:
         controller = "<none>" if okind == "<none>" else "true"
         out.add("kube_pod_owner", dict(KSM_TARGET, namespace=ns, pod=pod, uid=_hash(pod, n=32), owner_kind=okind,
