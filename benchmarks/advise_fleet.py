@@ -2,14 +2,18 @@
 
 125 servers x 8 GPUs (H200 and A100 80GB servers in turn); per server two whole GPUs serving
 LLMs (a flat 90 % reservation, diurnal load), two MIG GPUs with three small services each,
-two time-sliced GPUs with five notebooks each (busy in working hours), two GPUs for a nightly
-two-GPU fine-tune. 1,375 services, 1,500 device series of 8,064 samples each.
+two time-sliced GPUs with five notebooks each (busy in working hours; on one a StatefulSet's
+pods, the device reported to one of them; on the other JupyterHub's bare pods, recognised by a
+gpushare_advise_match selector each, the device's series copied to all five), two GPUs for a
+nightly two-GPU fine-tune (a Job per night). 1,375 services, 9,000 device series of up to 8,064
+samples each.
 
 The history is built in-process as UsageData (what fetch_usage returns): backfilling 28 days of
 1,000 GPUs into Prometheus 2.42 takes hours on the 2-core machine, so the benchmark times the
-advisor itself (advise: evidence, kinds, choices, stability in both halves, quotas, windows,
-placement, what to buy), the files (report, charts, YAML) and the planner's check of the
-proposal, and separately the decoding of one Prometheus answer (8 servers, one metric: the
+advisor itself (advise: workload identity, devices read once and shared out, evidence, kinds,
+choices, stability in both halves, quotas, windows, placement, what to buy, the planner's check
+of the proposal and its repairs), the files (report, charts, YAML) and a second planner check,
+and separately the decoding of one Prometheus answer (8 servers, one metric: the
 unit fetch_usage reads) through the same code, to extrapolate the fetch.
 
     make dev-venv collection-link && .venv/bin/python benchmarks/advise_fleet.py [--nodes 125] [--days 28]
@@ -58,12 +62,13 @@ def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
     run = (hours >= 19.5) | (hours < 6.5)
     night_index = ((t - start - 19.5 * 3600) // DAY).astype(int)
     series, owners, running = [], {}, {}
-    hosts, workloads = {}, []
+    hosts, workloads, match = {}, [], {}
 
-    def pod(ns, name, kind, owner, service, up=None):
+    def pod(ns, name, kind, owner, up=None):
         owners[(ns, name)] = (kind, owner)
-        key = (ns, service)
-        running[key] = running.get(key, np.zeros(steps)) + (np.ones(steps) if up is None else up.astype(float))
+        key = (ns, kind, owner)
+        up = np.ones(steps) if up is None else up.astype(float)
+        running[key] = ua.PodCounts.of(running[key].full(steps) + up if key in running else up)
 
     def device(node, gpu, ns, name, mem, act, model, instance=None, profile=None, up=None):
         up = np.ones(steps, dtype=bool) if up is None else up
@@ -77,7 +82,7 @@ def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
         card = CARD_MIB[model]
         for g in (0, 1):
             name = "llm-%04d-%d" % (n, g)
-            pod("prod-serving", "%s-5d8f7c9b6-x2k9p" % name, "ReplicaSet", "%s-5d8f7c9b6" % name, name)
+            pod("prod-serving", "%s-5d8f7c9b6-x2k9p" % name, "ReplicaSet", "%s-5d8f7c9b6" % name)
             device(node, g, "prod-serving", "%s-5d8f7c9b6-x2k9p" % name, 0.9 * card + rng.normal(0, 3, steps),
                    0.15 + 0.8 * diurnal + rng.normal(0, 0.04, steps), model)
             workloads.append({"name": name, "team": "production", "kind": "serving", "sharing": "whole",
@@ -85,7 +90,7 @@ def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
         for g in (2, 3):
             for i, profile in enumerate(MIG[model]):
                 name = "svc-%04d-%d-%d" % (n, g, i)
-                pod("inference", "%s-7d4b9c6f8-q8w2e" % name, "ReplicaSet", "%s-7d4b9c6f8" % name, name)
+                pod("inference", "%s-7d4b9c6f8-q8w2e" % name, "ReplicaSet", "%s-7d4b9c6f8" % name)
                 device(node, g, "inference", "%s-7d4b9c6f8-q8w2e" % name,
                        SLICE_MIB[profile] * 0.4 + rng.normal(0, 30, steps),
                        0.05 + 0.5 * diurnal + rng.normal(0, 0.05, steps), model, instance=str(i + 1), profile=profile)
@@ -94,10 +99,17 @@ def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
         day = ~run
         for g in (4, 5):
             name = "nb-%04d-%d" % (n, g)
-            for i in range(5):
-                pod("data-science", "%s-%d" % (name, i), "StatefulSet", name, name)
-            device(node, g, "data-science", "%s-0" % name, 5 * 6200 + 1350 * workday + rng.normal(0, 40, steps),
-                   np.where(workday, 0.29 + rng.normal(0, 0.08, steps), 0.0), model, up=day)
+            mem = 5 * 6200 + 1350 * workday + rng.normal(0, 40, steps)
+            act = np.where(workday, 0.29 + rng.normal(0, 0.08, steps), 0.0)
+            if g == 4:      # a StatefulSet's pods; the exporter gives the device to one of them
+                for i in range(5):
+                    pod("data-science", "%s-%d" % (name, i), "StatefulSet", name)
+                device(node, g, "data-science", "%s-0" % name, mem, act, model, up=day)
+            else:           # JupyterHub's pods (no controller), the device's series copied to each
+                for i in range(5):
+                    pod("data-science", "jupyter-%04d-%d" % (n, i), "<none>", "<none>", up=day)
+                    device(node, g, "data-science", "jupyter-%04d-%d" % (n, i), mem, act, model, up=day)
+                match[name] = {"owner_kind": "<none>", "name_prefix": "jupyter-%04d-" % n}
             workloads.append({"name": name, "team": "data-science", "kind": "notebook", "sharing": "timeslice",
                               "replicas": 5})
         name = "ft-%04d" % n
@@ -106,7 +118,7 @@ def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
             if not up.any():
                 continue
             job = "%s-%d" % (name, 29400000 + night)
-            pod("training", "%s-abcde" % job, "Job", job, name, up)
+            pod("training", "%s-abcde" % job, "Job", job, up)
             for g in (6, 7):
                 device(node, g, "training", "%s-abcde" % job, 19137 + rng.normal(0, 20, steps),
                        0.85 + rng.normal(0, 0.08, steps), model, up=up)
@@ -119,9 +131,11 @@ def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
             {"index": 5, "mode": "timeslice", "team": "data-science", "replicas": 5},
             {"index": 6, "mode": "whole", "team": "training"}, {"index": 7, "mode": "whole", "team": "training"}]}
     usage = ua.UsageData(start=float(start), step=step, steps=steps, series=series, owners=owners,
-                         pods_running=running, source="in-process synthetic fleet")
+                         pods_running=running,
+                         source="in-process synthetic fleet")
     variables = {"gpushare_teams": TEAMS, "gpushare_nodes": hosts, "gpushare_workloads": workloads,
-                 "gpushare_policy": {"cluster_name": "bench", "gpu_prices": {"h200": 32000, "a100-80gb": 15000}}}
+                 "gpushare_policy": {"cluster_name": "bench", "gpu_prices": {"h200": 32000, "a100-80gb": 15000}},
+                 "gpushare_advise_match": match}
     return usage, variables
 
 

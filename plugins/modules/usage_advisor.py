@@ -23,6 +23,14 @@ description:
     C(playbooks/plan.yml) accepts as they are (checked with the planner before returning),
     the differences against the current inventory, a Markdown report and one SVG chart per
     service.
+  - Reports pods that match no workload, and proposes them as a new workload only when they
+    duplicate none.
+  - Reads each time-sliced or MPS device once across every service on it (dcgm-exporter copies
+    its series to every pod on it) and estimates each sharer's memory and activity from that pool.
+  - Plans the proposal with the planner C(plan.yml) uses; while the planner refuses it, repairs it
+    (GPUs back to the team that owns them, more sharers per time-sliced GPU, what does not fit to
+    the GPUs to buy) and says which repair did what; the current inventory is kept only when no
+    repair helps.
   - Gives no proposal from too little data - less than O(min_days) of history, a node with
     more than O(max_gap) of its samples missing, a service seen for less than O(min_days) -
     nor where the choice differs between the two halves of the window; such services keep
@@ -76,6 +84,20 @@ options:
     default: []
   policy:
     description: Cluster-wide choices, as in C(gpushare_policy) (C(gpu_prices) prices the GPUs to buy).
+    type: dict
+    default: {}
+  match:
+    description:
+      - How each workload's pods are recognised, as in C(gpushare_advise_match) - workload name to one
+        selector or a list of them; a pod is the workload's when every key of one selector holds -
+        C(namespace), C(owner_kind) (C(<none>) for a pod without a controller, e.g. JupyterHub's
+        C(jupyter-<user>)), C(owner_name) (the owner or its controller - the Deployment of a
+        ReplicaSet, the CronJob of a Job), C(name_prefix), C(name_pattern) (a regular expression the
+        whole pod name matches), C(labels) (pod labels, read from C(kube_pod_labels), so they must be on
+        kube-state-metrics' C(metricLabelsAllowlist)) and C(queue) (the C(kueue.x-k8s.io/queue-name) label).
+      - A workload without selectors is recognised by its name - the pods whose controller is named
+        like it, or C(<name>-...) in its team's namespaces. A pod matched by two workloads, or a
+        selector that matches no pod, fails the module with a message naming both.
     type: dict
     default: {}
   inventory_dir:
@@ -172,7 +194,7 @@ proposal:
   returned: success
   type: dict
 plan_check:
-  description: What the planner said of the proposal (C(accepted), or which fallback was taken and why).
+  description: What the planner said of the proposal (C(accepted), the repairs made, or why the current inventory is kept).
   returned: success
   type: str
 changes:
@@ -207,8 +229,6 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.names import ARTI
 try:
     import yaml
     from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import render_advice, usage_advisor
-    from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
-    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
     from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.prometheus_client import (
         PrometheusClient, PrometheusError)
     IMPORT_ERROR = None
@@ -243,6 +263,7 @@ def main():
             nodes=dict(type='dict', required=True),
             workloads=dict(type='list', elements='dict', default=[]),
             policy=dict(type='dict', default={}),
+            match=dict(type='dict', default={}),
             inventory_dir=dict(type='path'),
             memory_headroom=dict(type='float', default=0.2),
             compute_percentile=dict(type='float', default=95.0),
@@ -291,42 +312,22 @@ def main():
                                       quota_percentile=p['quota_percentile'], max_gap=p['max_gap'],
                                       min_window_hours=p['min_window_hours'])
     variables = {'gpushare_teams': p['teams'], 'gpushare_nodes': p['nodes'],
-                 'gpushare_workloads': p['workloads'], 'gpushare_policy': p['policy']}
+                 'gpushare_workloads': p['workloads'], 'gpushare_policy': p['policy'],
+                 'gpushare_advise_match': p['match']}
     try:
+        label_names = usage_advisor.match_label_names(variables)
         client = PrometheusClient(p['prometheus_url'], timeout=p['timeout'], validate_certs=p['validate_certs'],
                                   ca_path=p['ca_path'], client_cert=p['client_cert'], client_key=p['client_key'],
                                   bearer_token=p['bearer_token'], username=p['username'], password=p['password'])
-        usage = usage_advisor.fetch_usage(client, end, settings)
+        usage = usage_advisor.fetch_usage(client, end, settings, label_names)
         advice = usage_advisor.advise(usage, variables, settings)
     except (PrometheusError, usage_advisor.AdviceError) as exc:
         module.fail_json(msg=str(exc))
-    proposal, plan_check = checked_proposal(advice, variables)
-    advice['proposal'].update(proposal)
+    plan_check = advice['plan_check']['text']
+    proposal = {'workloads': advice['proposal']['workloads'], 'nodes': advice['proposal']['nodes']}
     files, change_lines = advice_files(advice, variables, p['inventory_dir'], plan_check)
     module.exit_json(changed=False, advice=advice, proposal=proposal, plan_check=plan_check, changes=change_lines,
                      files=files, summary=summary(advice, change_lines, plan_check))
-
-
-def checked_proposal(advice, variables):
-    """The proposal the planner accepts: the advised one, else the advised workloads on the
-    current GPUs, else the current inventory, with what the planner said."""
-    tries = [('accepted', advice['proposal']['workloads'], advice['proposal']['nodes']),
-             ('advised workloads on the current GPU layout (the proposed layout was refused)',
-              advice['proposal']['workloads'], variables['gpushare_nodes']),
-             ('nothing changed: the planner refused the proposal', variables['gpushare_workloads'],
-              variables['gpushare_nodes'])]
-    first_problem = None
-    for label, workloads, nodes in tries:
-        candidate = dict(variables, gpushare_workloads=workloads, gpushare_nodes=nodes)
-        try:
-            build_plan(candidate)
-        except PlanInvalid as invalid:
-            first_problem = first_problem or str(invalid)
-            continue
-        note = label if first_problem is None else '%s; the planner said: %s' % (label, first_problem)
-        return {'workloads': workloads, 'nodes': nodes}, note
-    return ({'workloads': variables['gpushare_workloads'], 'nodes': variables['gpushare_nodes']},
-            'the current inventory itself is refused by the planner: %s' % first_problem)
 
 
 def advice_files(advice, variables, inventory_dir, plan_check):
@@ -447,8 +448,13 @@ def summary(advice, change_lines, plan_check):
     for w in advice['windows']:
         lines.append('window %s %s-%s: %s whole' % (w['name'], w['from'], w['until'],
                                                     ', '.join('%s/%d' % tuple(g) for g in w['gpus'])))
+    for r in advice.get('repairs', []):
+        lines.append('repair %s: %s' % (r['rule'], r['did']))
+    for u in advice.get('unmatched', []):
+        lines.append('pods that match no workload: %s/%s (%d pods): %s' % (u['namespace'], u['name'], u['pods'],
+                                                                           u['reason']))
     lines.append('planner: %s' % plan_check)
-    lines += ['change: ' + c for c in change_lines] or ['no change against the current inventory']
+    lines += ['change: ' + c for c in change_lines] or [render_advice.no_change_text(advice)]
     return lines
 
 

@@ -33,9 +33,28 @@ Operator v26.3.3 pins; internal/pkg/transformation/kubernetes.go, issues 105, 21
   KUBERNETES_ENABLE_DRA and ResourceSlice access);
 * DCGM_FI_DEV_XID_ERRORS is a gauge of the last XID seen (one GPU gets an XID 13 and keeps it).
 
-Pods: Deployments ``<workload>-<rs hash>-<suffix>`` (owner ReplicaSet ``<workload>-<rs hash>``),
-notebooks StatefulSet pods ``<workload>-<i>`` (owner StatefulSet ``<workload>``), Jobs
-``<workload>-<run>-<suffix>`` (owner Job ``<workload>-<run>``); kube_pod_owner says which.
+Pods (``--shape controller``, the default): Deployments ``<workload>-<rs hash>-<suffix>`` (owner
+ReplicaSet ``<workload>-<rs hash>``), notebooks StatefulSet pods ``<workload>-<i>`` (owner
+StatefulSet ``<workload>``), Jobs ``<workload>-<run>-<suffix>`` (owner Job ``<workload>-<run>``);
+kube_pod_owner says which.
+
+``--shape real``, as real clusters have them (what the advisor's workload identity is for):
+* Deployments with a 10-character (now and then 9) pod-template hash and a 5-character suffix;
+* the notebooks as JupyterHub single-user servers ``jupyter-<user>`` (no controller:
+  owner_kind ``<none>``), started at login on working days and culled in the evening, plus one
+  Kubeflow Notebook (StatefulSet ``<user>-gpu``, pod ``<user>-gpu-0``) on the same time-sliced
+  GPU: one device shared by pods of different owners;
+* the fine-tune's nights as a CronJob's Job ``<cronjob>-<scheduled minute>``, a Kubeflow TrainJob
+  (JobSet Job ``<trainjob>-node-0``, pod ``<job>-0-<5>``) or a PyTorchJob (pod
+  ``<name>-master-0``, owner PyTorchJob), the last 3 completed pods still listed (Succeeded);
+* kube_pod_status_phase (Running, Succeeded) and kube_pod_labels with the labels a
+  kube-state-metrics allowlist ``pods=[kueue.x-k8s.io/queue-name,component,
+  hub.jupyter.org/username,notebook-name]`` exports; JupyterHub's hub and proxy pods (no GPU);
+* the first node's exporter gone for two days (no dcgm-exporter series; kube-state-metrics still
+  lists its pods);
+* people working by ``--people-timezone`` (e.g. Europe/Berlin, whose DST change falls in a window
+  ending 2026-11-09), while sharing windows stay in the inventory's timezone.
+``--metrics advisor`` writes only the series the usage advisor reads (ADVISOR_METRICS).
 """
 
 from __future__ import annotations
@@ -72,6 +91,21 @@ EXPORTER_TARGET = {"job": "nvidia-dcgm-exporter", "namespace": "gpu-operator", "
                    "service": "nvidia-dcgm-exporter", "endpoint": "gpu-metrics"}
 KSM_TARGET = {"job": "kube-state-metrics", "instance": "10.96.0.40:8080"}
 KUEUE_TARGET = {"job": "kueue-controller-manager-metrics-service", "instance": "10.96.0.41:8443"}
+# Shapes of the history (--shape): "controller" (every pod owned by a controller named like its
+# inventory entry) or "real" (as real clusters have them: JupyterHub and Kubeflow notebooks,
+# CronJob, Kubeflow TrainJob and PyTorchJob runs, completed Job pods kept, kube_pod_labels and
+# kube_pod_status_phase, a node whose exporter is gone two days, people on a clock with DST).
+SHAPES = ("controller", "real")
+# The metrics the usage advisor reads (--metrics advisor): a history five times smaller to backfill.
+ADVISOR_METRICS = frozenset({"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE", "DCGM_FI_PROF_GR_ENGINE_ACTIVE",
+                             "DCGM_FI_DEV_GPU_UTIL", "kube_pod_owner", "kube_pod_labels", "kube_pod_status_phase"})
+NOTEBOOK_USERS = ("alice", "bob", "chen", "dana", "eve")   # the last one runs a Kubeflow Notebook (a StatefulSet)
+NOTEBOOK_BUSY = 0.3             # real shape: share of a session's working-hour samples a user keeps the GPU busy
+JOB_HISTORY = 3                 # completed Job pods a CronJob keeps (successfulJobsHistoryLimit)
+OUTAGE_DAYS = 2                 # real shape: the first node reports nothing for this long ...
+OUTAGE_START_DAY = 9.55         # ... from this many days into the window (13:12 UTC)
+# Pod labels kube-state-metrics exports in the real shape (its metricLabelsAllowlist pods=[...]).
+POD_LABELS_ALLOWED = ("kueue.x-k8s.io/queue-name", "component", "hub.jupyter.org/username", "notebook-name")
 # Which trace phase a workload's activity is drawn from, by name, then by kind.
 PHASE_BY_NAME = {"embeddings": "embeddings", "embedder": "embeddings", "classifier": "classifier",
                  "reranker": "classifier", "speech-to-text": "speech-to-text", "asr": "speech-to-text",
@@ -277,12 +311,18 @@ def _runs(rng: random.Random, start: float, end: float, kind: str) -> list:
 class Replica:
     """One pod of a workload: when it runs and what it draws."""
 
-    def __init__(self, w: dict, index: int, pat: dict, seed: int, start: float, end: float, tz: ZoneInfo):
+    def __init__(self, w: dict, index: int, pat: dict, seed: int, start: float, end: float, tz: ZoneInfo,
+                 shape: str = "controller", people: ZoneInfo | None = None):
         self.workload, self.index, self.pattern = w, index, pat
         self.seed = seed
         self.rng = _rng(seed, w["name"], index)
         self.tz = tz
+        self.shape = shape
+        self.people = people or tz
         self.runs = None
+        self.sessions = None
+        if shape == "real" and pat["pattern"] == "notebook":
+            self.sessions = _sessions(_rng(seed, w["name"], index, "sessions"), start, end, self.people)
         if pat["active"] == "runs":
             self.runs = _runs(self.rng, start, end, pat["pattern"])
         # Deployments roll out now and then (a new ReplicaSet, new pods, new admissions).
@@ -297,6 +337,8 @@ class Replica:
     def pod(self, t: float) -> tuple[str, str, str]:
         """(pod name, owner kind, owner name) at T."""
         w, alphabet = self.workload, "bcdfghjklmnpqrstvwxz2456789"
+        if self.shape == "real":
+            return self._real_pod(t)
         if self.pattern["pattern"] == "notebook":
             return "%s-%d" % (w["name"], self.index), "StatefulSet", w["name"]
         if self.pattern["pattern"] in ("serving", "serving-llm"):
@@ -306,6 +348,56 @@ class Replica:
         run = self.run_start(t)
         job = "%s-%s" % (w["name"], _hash(w["name"], self.index, run, n=8, alphabet="0123456789abcdef"))
         return "%s-%s" % (job, _hash(job, n=5, alphabet=alphabet)), "Job", job
+
+    def labels(self) -> dict:
+        """The pod's labels kube-state-metrics exports (real shape)."""
+        if self.shape != "real":
+            return {}
+        if self.pattern["pattern"] == "notebook":
+            user = NOTEBOOK_USERS[self.index % len(NOTEBOOK_USERS)]
+            if self.index < len(NOTEBOOK_USERS) - 1:
+                return {"component": "singleuser-server", "hub.jupyter.org/username": user}
+            return {"notebook-name": "%s-gpu" % user}
+        if self.pattern["pattern"] in ("training", "batch"):
+            return {"kueue.x-k8s.io/queue-name": self.workload["team"]}
+        return {}
+
+    def _real_pod(self, t: float) -> tuple[str, str, str]:
+        """Pods as real clusters name them: a Deployment's ReplicaSet hash of 9 or 10 characters
+        and a 5-character suffix; JupyterHub's bare jupyter-<user> pods and a Kubeflow
+        Notebook's StatefulSet pod; a night's fine-tune as a CronJob's Job
+        (<cronjob>-<minutes>), a Kubeflow TrainJob (JobSet Job <trainjob>-node-0, pod
+        <job>-0-<5>) or a PyTorchJob (<name>-master-0, no Job in between)."""
+        w, alphabet = self.workload, "bcdfghjklmnpqrstvwxz2456789"
+        if self.pattern["pattern"] == "notebook":
+            user = NOTEBOOK_USERS[self.index % len(NOTEBOOK_USERS)]
+            if self.index < len(NOTEBOOK_USERS) - 1:
+                return "jupyter-%s" % user, "<none>", "<none>"
+            return "%s-gpu-0" % user, "StatefulSet", "%s-gpu" % user
+        if self.pattern["pattern"] in ("serving", "serving-llm"):
+            rollout = bisect.bisect_right(self.rollouts, t)
+            n = 9 if _rng(self.seed, w["name"], "hashlen", rollout).random() < 0.2 else 10
+            owner = "%s-%s" % (w["name"], _hash(self.seed, w["name"], "rs", rollout, n=n, alphabet=alphabet))
+            return "%s-%s" % (owner, _hash(owner, self.index, n=5, alphabet=alphabet)), "ReplicaSet", owner
+        if self.pattern["active"] == "night":       # the night of the evening it began
+            run = (datetime.datetime.fromtimestamp(t, self.tz) - datetime.timedelta(hours=12)).date().isoformat()
+        else:
+            run = self.run_start(t)
+        variant = _rng(self.seed, w["name"], "variant", run).random()
+        if self.pattern["active"] == "night":
+            night = datetime.date.fromisoformat(run)
+            h, m = (int(x) for x in self.pattern["window"][0].split(":"))
+            scheduled = datetime.datetime(night.year, night.month, night.day, h, m, tzinfo=self.tz).timestamp()
+        else:
+            scheduled = run
+        if variant < 0.6:           # the CronJob's run: Job <cronjob>-<scheduled minute since the epoch>
+            job = "%s-%d" % (w["name"], int(scheduled) // 60)
+            return "%s-%s" % (job, _hash(job, n=5, alphabet=alphabet)), "Job", job
+        if variant < 0.8:           # a Kubeflow TrainJob (v2): JobSet -> Job <trainjob>-node-0 -> pod <job>-0-<5>
+            job = "%s-%s-node-0" % (w["name"], _hash(w["name"], run, n=5, alphabet="abcdefghijklmnopqrstuvwxyz0123456789"))
+            return "%s-0-%s" % (job, _hash(job, n=5, alphabet=alphabet)), "Job", job
+        owner = "%s-rerun-%s" % (w["name"], _hash(w["name"], run, "pt", n=6, alphabet="0123456789abcdef"))
+        return "%s-master-0" % owner, "PyTorchJob", owner
 
     def run_start(self, t: float):
         if self.runs is not None:
@@ -318,6 +410,9 @@ class Replica:
         active = self.pattern["active"]
         if active == "always":
             return True
+        if self.sessions is not None:     # JupyterHub: up from login until culled, in people's working days
+            i = bisect.bisect_right(self.sessions, (t, float("inf"))) - 1
+            return i >= 0 and self.sessions[i][0] <= t < self.sessions[i][1] and not window_on
         if active == "working-hours":
             return not window_on          # notebook servers stay up; a window may take their GPU
         if active == "night":
@@ -339,7 +434,7 @@ class Replica:
                 mem = int(pat["memory_mib"] * rng.uniform(0.9, 0.97))
             return min(1.0, u * (0.5 + load)), min(mem, device_mib - CONTEXT_MIB)
         if pat["pattern"] == "notebook":
-            busy = working_hours(local) and rng.random() < 0.6
+            busy = working_hours(local) and rng.random() < (NOTEBOOK_BUSY if self.sessions is not None else 0.6)
             held = int(pat["memory_mib"] * rng.uniform(0.55, 0.85)) if busy or rng.random() < 0.7 else CONTEXT_MIB
             if busy and rng.random() < 0.05:
                 held = int(pat["memory_mib"] * rng.uniform(0.9, 0.98))
@@ -348,17 +443,50 @@ class Replica:
         return u, min(mem, device_mib - CONTEXT_MIB)
 
 
+def _sessions(rng: random.Random, start: float, end: float, people: ZoneInfo) -> list:
+    """A JupyterHub user's server: started at login on working days (09:00-10:30 on the people's
+    clock), culled after an hour idle in the evening (17:30-19:00); now and then a short session
+    on a weekend, now and then a day off."""
+    out = []
+    day = datetime.datetime.fromtimestamp(start, people).date()
+    last = datetime.datetime.fromtimestamp(end, people).date()
+    while day <= last:
+        weekday = day.weekday() < 5
+        if (weekday and rng.random() > 0.05) or (not weekday and rng.random() < 0.1):
+            login = (9.0 + rng.uniform(0, 1.5)) if weekday else (11.0 + rng.uniform(0, 1))
+            culled = (17.5 + rng.uniform(0, 1.5)) if weekday else (login + rng.uniform(2, 4))
+            t0 = datetime.datetime(day.year, day.month, day.day, tzinfo=people) + datetime.timedelta(hours=login)
+            t1 = datetime.datetime(day.year, day.month, day.day, tzinfo=people) + datetime.timedelta(hours=culled)
+            out.append((t0.timestamp(), t1.timestamp()))
+        day += datetime.timedelta(days=1)
+    return out
+
+
+def _offset_changes(start: float, end: float, tz: ZoneInfo) -> list:
+    """UTC times (hourly resolution) at which TZ's offset from UTC changes within [start, end]."""
+    out, prev = [], None
+    for t in range(int(start) - int(start) % 3600, int(end) + 1, 3600):
+        off = datetime.datetime.fromtimestamp(t, tz).utcoffset()
+        if prev is not None and off != prev:
+            out.append(t)
+        prev = off
+    return out
+
+
 # --- the generator ---------------------------------------------------------------------------
 
 class Series:
     """Samples per (metric, label set), written family by family."""
 
-    def __init__(self):
+    def __init__(self, keep=None):
         self.data: dict = {}
         self.types: dict = {}
+        self.keep = keep            # metric families written (None: all)
 
     def add(self, metric: str, labels: dict, t: int, value, mtype: str = "gauge", family: str | None = None):
         fam = family or metric
+        if self.keep is not None and fam not in self.keep:
+            return
         self.types.setdefault(fam, mtype)
         key = (fam, metric, _labels(labels))
         self.data.setdefault(key, []).append("%s %d" % (_fmt(value), t))
@@ -400,12 +528,20 @@ def _resource_of(dev: dict, node: dict) -> str:
 
 
 def build(inventory: str, seed: int = 1, days: float = 14, step: int = 300, end: float | None = None,
-          honor_labels: bool = False) -> tuple[str, dict]:
-    """(OpenMetrics text, truth) for inventory-examples/INVENTORY (a name or a path ending in it)."""
+          honor_labels: bool = False, shape: str = "controller", people_timezone: str | None = None,
+          metrics=None) -> tuple[str, dict]:
+    """(OpenMetrics text, truth) for inventory-examples/INVENTORY (a name or a path ending in it).
+
+    ``shape``: one of SHAPES; ``people_timezone``: the clock people work by (working hours,
+    JupyterHub sessions, serving load; default the inventory's timezone, in which sharing
+    windows are read); ``metrics``: the metric families to write (None: all; ADVISOR_METRICS)."""
+    if shape not in SHAPES:
+        raise ValueError("shape must be one of %s (got %r)" % (", ".join(SHAPES), shape))
     name = Path(inventory).name
     plan = plan_module.build_plan(inventories.load_example(name))
     traces = load_traces()
     tz = ZoneInfo(plan["cluster"].get("timezone") or "UTC")
+    people = ZoneInfo(people_timezone) if people_timezone else tz
     if end is None:
         end = datetime.datetime.now(datetime.timezone.utc).timestamp()
     end = int(end) // step * step
@@ -423,8 +559,8 @@ def build(inventory: str, seed: int = 1, days: float = 14, step: int = 300, end:
         ns = namespaces[w["team"]]
         w["namespace"] = ns[0] if w["kind"] in ("serving", "notebook") else ns[-1]
     pats = {w["name"]: pattern_of(w, plan, traces) for w in plan["workloads"]}
-    replicas = {w["name"]: [Replica(w, i, pats[w["name"]], seed, start, end, tz) for i in range(w["replicas"])]
-                for w in plan["workloads"]}
+    replicas = {w["name"]: [Replica(w, i, pats[w["name"]], seed, start, end, tz, shape, people)
+                            for i in range(w["replicas"])] for w in plan["workloads"]}
     wl = {w["name"]: w for w in plan["workloads"]}
     team_cq = {t["name"]: t["cluster_queue"] for t in plan["teams"]}
     rng = _rng(seed, name, "samples")
@@ -441,15 +577,47 @@ def build(inventory: str, seed: int = 1, days: float = 14, step: int = 300, end:
     xid_device = whole_keys[xid_rng.randrange(len(whole_keys))] if whole_keys else None
     xid_time = start + int(xid_rng.uniform(0.3, 0.7) * (end - start)) // step * step
 
-    out = Series()
+    # Real shape: the first node reports nothing for OUTAGE_DAYS (its exporter, or the node, is gone;
+    # kube-state-metrics still lists its pods as they were).
+    outage = None
+    if shape == "real":
+        t0 = start + int(OUTAGE_START_DAY * 86400) // step * step
+        outage = {"node": plan["nodes"][0]["name"], "from": t0, "until": t0 + OUTAGE_DAYS * 86400}
+    finished: dict = {}         # workload -> completed Job pods still listed: [(pod, kind, owner, labels)]
+    last_pod: dict = {}         # (workload, replica) -> (pod, kind, owner, labels) while it runs
+    pods_seen: dict = {w: {} for w in wl}       # workload -> pod -> (owner kind, owner name)
+    extra_pods = []
+    if shape == "real":         # pods that hold no GPU, in the GPU namespaces (JupyterHub's hub and proxy)
+        for w in plan["workloads"]:
+            if w["kind"] == "notebook":
+                for app in ("hub", "proxy"):
+                    owner = "%s-%s" % (app, _hash(seed, app, n=10, alphabet="bcdfghjklmnpqrstvwxz2456789"))
+                    extra_pods.append((w["namespace"], "%s-%s" % (owner, _hash(owner, n=5, alphabet="bcdfghjklmnpqrstvwxz2456789")),
+                                       "ReplicaSet", owner, {"component": app}))
+                break
+    out = Series(metrics)
     stats: dict = {w: {"active": [], "mem": [], "steps": 0, "running": 0} for w in wl}
     admitted: dict = {}
     admissions: dict = {}
     hist: dict = {cq: [0] * (len(KUEUE_BUCKETS) + 1) for cq in team_cq.values()}
     hist_sum = dict.fromkeys(team_cq.values(), 0.0)
     pending_since: dict = {}
+
+    def ksm_pod(ns: str, pod: str, okind: str, oname: str, labels: dict, phase: str, t: int) -> None:
+        controller = "<none>" if okind == "<none>" else "true"
+        out.add("kube_pod_owner", dict(KSM_TARGET, namespace=ns, pod=pod, uid=_hash(pod, n=32), owner_kind=okind,
+                                       owner_name=oname, owner_is_controller=controller), t, 1)
+        if shape == "real":
+            out.add("kube_pod_status_phase", dict(KSM_TARGET, namespace=ns, pod=pod, uid=_hash(pod, n=32), phase=phase),
+                    t, 1)
+            exported = {"label_" + "".join(c if c.isalnum() or c == "_" else "_" for c in k): v
+                        for k, v in labels.items() if k in POD_LABELS_ALLOWED}
+            out.add("kube_pod_labels", dict(KSM_TARGET, namespace=ns, pod=pod, uid=_hash(pod, n=32), **exported), t, 1)
+
     for t in range(start, end + 1, step):
         local = datetime.datetime.fromtimestamp(t, tz)
+        people_local = datetime.datetime.fromtimestamp(t, people)
+        node_gone = outage is not None and outage["from"] <= t < outage["until"]
         st = states[0]
         for cand in states[1:]:
             if in_window(cand["window"], local):
@@ -467,8 +635,14 @@ def build(inventory: str, seed: int = 1, days: float = 14, step: int = 300, end:
                                                             and local.hour >= 13):
                         pending_since.setdefault((wname, i), t)      # the example day: queued at 13:00
                     admitted.pop((wname, i), None)
+                    done = last_pod.pop((wname, i), None)
+                    if done is not None and shape == "real" and done[1] in ("Job", "PyTorchJob"):
+                        finished.setdefault(wname, []).append(done)
+                        del finished[wname][:-JOB_HISTORY]
                     continue
                 pod, okind, oname = rep.pod(t)
+                last_pod[(wname, i)] = (pod, okind, oname, rep.labels())
+                pods_seen[wname][pod] = (okind, oname)
                 if admitted.get((wname, i)) != pod:
                     admitted[(wname, i)] = pod
                     wait = t - pending_since.pop((wname, i), t) + rng.uniform(0.5, 8)
@@ -482,7 +656,7 @@ def build(inventory: str, seed: int = 1, days: float = 14, step: int = 300, end:
                 stats[wname]["running"] += 1
                 for key in placed[i]:
                     dev = st["devices"][key]
-                    act, mem = rep.draw(traces, local, rng, dev["memory_mib"])
+                    act, mem = rep.draw(traces, people_local, rng, dev["memory_mib"])
                     dev_pods[key].append({"w": w, "pod": pod, "act": act, "mem": mem})
                     stats[wname]["active"].append(act)
                     stats[wname]["mem"].append(mem)
@@ -490,9 +664,15 @@ def build(inventory: str, seed: int = 1, days: float = 14, step: int = 300, end:
                     res = _resource_of(dev, node)
                     flav = _flavor_of(st, node, res)
                     usage[(w["team"], flav, res)] = usage.get((w["team"], flav, res), 0) + 1
-                out.add("kube_pod_owner", dict(KSM_TARGET, namespace=w["namespace"], pod=pod, uid=_hash(pod, n=32),
-                                               owner_kind=okind, owner_name=oname, owner_is_controller="true"), t, 1)
+                ksm_pod(w["namespace"], pod, okind, oname, rep.labels(), "Running", t)
+        for wname, pods_done in finished.items():
+            for pod, okind, oname, labels in pods_done:
+                ksm_pod(wl[wname]["namespace"], pod, okind, oname, labels, "Succeeded", t)
+        for ns, pod, okind, oname, labels in extra_pods:
+            ksm_pod(ns, pod, okind, oname, labels, "Running", t)
         for key, dev in st["devices"].items():
+            if node_gone and key[0] == outage["node"]:
+                continue
             pods = dev_pods[key]
             busy = [p["act"] for p in pods if p["act"] > 0.05]
             efficiency = traces["sharing_efficiency"] if len(busy) > 1 else 1.0
@@ -561,6 +741,15 @@ def build(inventory: str, seed: int = 1, days: float = 14, step: int = 300, end:
 
     truth = _truth(name, plan, seed, days, step, start, end, honor_labels, pats, states, stats, reporting, missing,
                    xid_device, xid_time)
+    truth.update(shape=shape, people_timezone=str(people), outage=outage,
+                 people_offset_changes=_offset_changes(start, end, people),
+                 metrics=sorted(metrics) if metrics is not None else "all")
+    for wname, pods in pods_seen.items():
+        truth["workloads"][wname]["pods"] = {p: list(o) for p, o in sorted(pods.items())}
+        reps = replicas[wname]
+        if reps and reps[0].sessions is not None:
+            truth["workloads"][wname]["sessions"] = {rep.pod(start)[0]: len(rep.sessions) for rep in reps}
+    truth["pods_without_gpu"] = [list(p[:4]) for p in extra_pods]
     for team, times in admissions.items():
         truth["teams"][team]["admissions"] = times
     return out.text(), truth
@@ -616,13 +805,13 @@ def _truth(name, plan, seed, days, step, start, end, honor_labels, pats, states,
 
 
 def generate(inventory_name: str, seed: int = 1, days: float = 14, step: int = 300, end: float | None = None,
-             honor_labels: bool = False) -> str:
-    return build(inventory_name, seed, days, step, end, honor_labels)[0]
+             honor_labels: bool = False, **shape) -> str:
+    return build(inventory_name, seed, days, step, end, honor_labels, **shape)[0]
 
 
 def truth(inventory_name: str, seed: int = 1, days: float = 14, step: int = 300, end: float | None = None,
-          honor_labels: bool = False) -> dict:
-    return build(inventory_name, seed, days, step, end, honor_labels)[1]
+          honor_labels: bool = False, **shape) -> dict:
+    return build(inventory_name, seed, days, step, end, honor_labels, **shape)[1]
 
 
 def main(argv=None) -> int:
@@ -634,6 +823,13 @@ def main(argv=None) -> int:
     ap.add_argument("--end", type=float, default=None, help="last sample, Unix seconds (default: now)")
     ap.add_argument("--honor-labels", action="store_true",
                     help="pod labels as namespace/pod/container (ServiceMonitor honorLabels true)")
+    ap.add_argument("--shape", choices=SHAPES, default="controller",
+                    help="controller: pods named after their inventory entry; real: JupyterHub, CronJob, Kubeflow, "
+                         "completed pods, labels, phases, a node gone two days")
+    ap.add_argument("--people-timezone", default=None,
+                    help="IANA zone of the clock people work by (default: the inventory's timezone)")
+    ap.add_argument("--metrics", choices=("all", "advisor"), default="all",
+                    help="advisor: only the series the usage advisor reads (faster to backfill)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args(argv)
     if not (ROOT / "inventory-examples" / Path(args.inventory).name).is_dir():
@@ -641,7 +837,9 @@ def main(argv=None) -> int:
                  % (args.inventory, ", ".join(inventories.EXAMPLE_NAMES)))
     if args.step <= 0 or args.days <= 0:
         ap.error("--step and --days must be positive (got %s, %s)" % (args.step, args.days))
-    text, facts = build(args.inventory, args.seed, args.days, args.step, args.end, args.honor_labels)
+    text, facts = build(args.inventory, args.seed, args.days, args.step, args.end, args.honor_labels, shape=args.shape,
+                        people_timezone=args.people_timezone,
+                        metrics=ADVISOR_METRICS if args.metrics == "advisor" else None)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(text, encoding="utf-8")

@@ -12,7 +12,8 @@ from collections import Counter, defaultdict
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog, mig_geometry
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import AUTO, DRA, MIG, SHARED_MODES, TIMESLICE, WHOLE
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.features import _Context
-from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.rules import MIN_SHARED_REPLICAS, choose_profile
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.rules import (
+    MAX_SHARED_REPLICAS, MIN_SHARED_REPLICAS, choose_profile)
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.usage import _np
 
 HOURS_PER_DAY = 24
@@ -211,27 +212,65 @@ class _Placement:
                     self.unplaced.append("MIG services %s: one %s GPU short" % (", ".join(sorted(names)), model_key))
 
     def pools(self, advised: list[dict]) -> list[tuple]:
-        """Time-sliced pools: (result, its GPUs) each."""
+        """Time-sliced pools: (result, its GPUs) each. A pool whose service shared a device with
+        an already placed pool joins that pool's GPUs when their memory holds both (as the
+        usage had them), else takes GPUs of its own."""
         pools = []
+        held = {}          # (node, gpu) -> [MiB held by its pools, sharers]
+        by_name = {}
         for r in advised:
-            if r["sharing"] == TIMESLICE:
-                got = self.take(r["model"], r["pool_gpus"], {r["name"]}, r["team"])
-                for k in got:
-                    self.assigned[k] = {"mode": TIMESLICE, "team": r["team"], "replicas": r["gpu_replicas"]}
-                pools.append((r, got))
-                if len(got) < r["pool_gpus"]:
-                    self.unplaced.append("%s: %d time-sliced %s GPUs short"
-                                         % (r["name"], r["pool_gpus"] - len(got), r["model"]))
+            if r["sharing"] != TIMESLICE:
+                continue
+            card = gpu_catalog.CATALOG.get(r["model"]) if r.get("model") else None
+            need = r["replicas"] * r["memory_need_mib"]
+            joined = []
+            for other in r.get("shared_with") or ():
+                for k in by_name.get(other, ()):
+                    if card and k not in joined and held[k][0] + need <= card.memory_mib and \
+                            held[k][1] + r["replicas"] <= MAX_SHARED_REPLICAS:
+                        joined.append(k)
+            if joined:
+                k = joined[0]
+                held[k] = [held[k][0] + need, held[k][1] + r["replicas"]]
+                self.assigned[k]["replicas"] = max(self.assigned[k]["replicas"], held[k][1])
+                by_name[r["name"]] = [k]
+                pools.append((r, [k]))
+                continue
+            got = self.take(r["model"], r["pool_gpus"], {r["name"]}, r["team"])
+            for k in got:
+                self.assigned[k] = {"mode": TIMESLICE, "team": r["team"], "replicas": r["gpu_replicas"]}
+                held[k] = [need / max(1, len(got)), r["gpu_replicas"]]
+            by_name[r["name"]] = got
+            pools.append((r, got))
+            if len(got) < r["pool_gpus"]:
+                self.unplaced.append("%s: %d time-sliced %s GPUs short"
+                                     % (r["name"], r["pool_gpus"] - len(got), r["model"]))
         return pools
 
-    def kept(self, results: list[dict], current: set) -> None:
-        """GPUs of services kept as they are (not enough data, unstable) keep their current mode."""
+    def kept(self, results: list[dict], current: dict) -> None:
+        """GPUs of services kept as they are (not enough data, unstable, pods that match no
+        workload) keep their current mode; a kept workload seen on no GPU keeps the GPUs of its
+        team in the mode it is shared by, as many as its replicas need."""
+        used = {n for names in self.used_by.values() for n in names}
         for r in results:
-            if r.get("status") != "ok" and r["name"] in current:
-                for k in list(self.free):
-                    if r["name"] in self.used_by[k]:
-                        g = self.free.pop(k)
-                        self.assigned[k] = _gpu_as_is(g)
+            if r.get("status") == "ok":
+                continue
+            for k in list(self.free):
+                if r["name"] in self.used_by[k]:
+                    g = self.free.pop(k)
+                    self.assigned[k] = _gpu_as_is(g)
+            w = current.get(r["name"])
+            if w is None or r["name"] in used or w.sharing not in SHARED_MODES + (MIG,):
+                continue
+            have = sum(a.get("replicas", 1) for k, a in self.assigned.items()
+                       if a["mode"] == w.sharing and a["team"] == w.team)
+            for k in sorted(self.free):
+                g = self.free[k]
+                if have >= w.replicas and w.sharing != MIG or w.sharing == MIG and have:
+                    break
+                if g.mode == w.sharing and g.team == w.team:
+                    self.assigned[k] = _gpu_as_is(self.free.pop(k))
+                    have += g.replicas or 1
 
     def batch(self, advised: list[dict], teams: list[dict]) -> None:
         """Training and batch: the rest, to their teams by their quota share."""
@@ -254,14 +293,14 @@ class _Placement:
 
 def propose(ctx: _Context, results: list[dict], teams: list[dict], services: dict, sl: slice) -> dict:
     """The proposal: workloads, nodes, what did not fit, windows and what to buy. On the
-    current servers, whole serving first, then MIG, then time-sliced pools, then the GPUs of
-    services kept as they are; training/batch get what is left."""
+    current servers, whole serving first, then MIG, then the GPUs of services kept as they
+    are, then time-sliced pools; training/batch get what is left."""
     workloads, advised = _workloads(ctx.inventory, results)
     place = _Placement(ctx, services)
     place.whole_serving(advised)
     place.mig(advised)
+    place.kept(results, {w.name: w for w in ctx.inventory.workloads})
     pools = place.pools(advised)
-    place.kept(results, {w.name for w in ctx.inventory.workloads})
     place.batch(advised, teams)
     place.spare()
     # -- windows from idle hours of the time-sliced pools, when a queued team could borrow
@@ -364,7 +403,7 @@ def _windows(ctx: _Context, pools: list, advised: list[dict]) -> list[dict]:
     hours_set = {(start + k) % HOURS_PER_DAY for k in range(length)}
     name = "night" if NIGHT_HOUR in hours_set else "idle"
     return [{"name": name, "from": "%02d:00" % start, "until": "%02d:00" % until,
-             "mode": WHOLE, "gpus": [list(g) for c in candidates for g in c[1]],
+             "mode": WHOLE, "gpus": [list(g) for g in dict.fromkeys(g for c in candidates for g in c[1])],
              "teams": sorted({c[0]["team"] for c in candidates}), "for": sorted(borrowers),
              "why": "%s idle from %02d:00 to %02d:00 %s (%gth percentile of activity below %.0f %%) on every day "
                     "of the window; whole then, so %s can borrow it through Kueue"

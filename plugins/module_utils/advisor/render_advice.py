@@ -165,6 +165,19 @@ def choice_text(s: dict) -> str:
     return "whole, %d GPU%s per replica" % (s["gpus"], "" if s["gpus"] == 1 else "s")
 
 
+def sharing_text(d: dict) -> str:
+    """How a shared device was read (features._sharing_evidence), in words."""
+    how = {"duplicated": "its series were copied to every pod on it, so they were read once",
+           "once": "its series went to one pod at a time; the service's other running pods (kube-state-metrics) "
+                   "were counted on it as sharers",
+           "alone": "one pod at a time"}[d["reporting"]]
+    others = (" with %s" % ", ".join(d["with"])) if d["with"] else ""
+    return ("up to %g pods at once (%g of this service)%s; %s. Its memory and activity are the device's, split "
+            "between the services on it by their pods times a per-pod weight fitted by non-negative least squares "
+            "(equal weights when they are never apart), then shared by this service's pods up"
+            % (d["pods_max"], d["own_pods_max"], others, how))
+
+
 def chart_name(service: dict) -> str:
     return "charts/%s%s.svg" % (service["name"], "" if not service.get("namespace") else "." + service["namespace"])
 
@@ -181,15 +194,53 @@ def report_markdown(advice: dict, change_lines: list[str], plan_check: str) -> s
              "`ansible-playbook -i <this directory>/inventory/hosts.yml playbooks/plan.yml`); workloads alone: "
              "`workloads.yml`; differences: `proposal.diff`. Nothing is applied.", "",
              "Check of the proposal by the planner: %s." % plan_check, ""]
+    lines += _repairs_section(advice.get("repairs") or [])
     lines += _services_section(advice["services"])
+    lines += _unmatched_section(advice.get("unmatched") or [])
     lines += _teams_section(advice)
     lines += _windows_section(advice["windows"])
     lines += _buy_section(advice["buy"])
     lines += ["", "## Changes against the current inventory", ""]
-    lines += ["- " + c for c in change_lines] or ["None."]
+    lines += ["- " + c for c in change_lines] or [no_change_text(advice) + "."]
     if advice["notes"]:
         lines += ["", "## Notes", ""] + ["- " + n for n in advice["notes"]]
     return "\n".join(lines) + "\n"
+
+
+def no_change_text(advice: dict) -> str:
+    """Why the proposal changes nothing: the usage gives no reason, or (said so) no repair
+    made the proposal plannable, or nothing could be advised."""
+    check = advice.get("plan_check") or {}
+    if check.get("status") in ("current", "refused"):
+        return "no change: %s" % check.get("text", "")
+    if not any(s.get("status") == "ok" for s in advice["services"]):
+        return "no change: no service could be advised (see each one's status)"
+    return "no change against the current inventory: the usage gives no reason for one"
+
+
+def _repairs_section(repairs: list[dict]) -> list[str]:
+    """What each repair did to make the planner accept the proposal (repair.py)."""
+    if not repairs:
+        return []
+    lines = ["## Repairs", "", "The planner refused the proposal as first placed; these repairs, in order, made it "
+             "plannable (docs/advisor.md, \"Repairs\"):", ""]
+    for r in repairs:
+        lines.append("- `%s`: %s (the planner said: %s)" % (r["rule"], r["did"], "; ".join(r["planner"][:2])))
+    return lines + [""]
+
+
+def _unmatched_section(rows: list[dict]) -> list[str]:
+    """Pods that match no workload: what was done with them."""
+    if not rows:
+        return []
+    lines = ["## Pods that match no workload", "",
+             "| group | namespace | pods | owners | proposed | why |", "|---|---|---|---|---|---|"]
+    for u in rows:
+        lines.append("| %s | %s | %d (%s) | %s | %s | %s |" % (
+            u["name"], u.get("namespace") or "?", u["pods"], ", ".join(u["examples"]), ", ".join(u["owners"]),
+            "yes" if u["proposed"] else "no", u["reason"].replace("|", "/")))
+    return lines + ["", "Say which workload such pods belong to with `gpushare_advise_match` (docs/advisor.md, "
+                        "\"Workload identity\").", ""]
 
 
 def _services_section(services: list[dict]) -> list[str]:
@@ -217,6 +268,18 @@ def _service_lines(s: dict) -> list[str]:
     lines = ["### %s" % s["name"], ""]
     if s.get("status") != "ok":
         lines += ["**%s**: %s" % (s.get("status", "").replace("_", " "), s.get("reason", "")), ""]
+    ident = s.get("identity") or {}
+    if ident.get("pods"):
+        how = {"match": "its selectors in gpushare_advise_match", "name": "its name (controller named %s)" % s["name"],
+               "name-prefix": "its name (controllers named %s-...)" % s["name"],
+               "unmatched": "no workload (grouped by controller)"}[ident["rule"]]
+        lines.append("- pods: %d, recognised by %s: %s%s (owners: %s)" % (
+            ident["pods"], how, ", ".join(ident.get("examples", [])), " ..." if ident["pods"] > 5 else "",
+            ", ".join(ident.get("owners", []))))
+    for d in (s.get("evidence") or {}).get("sharing") or []:
+        lines.append("- shared device %s: %s" % (d["device"], sharing_text(d)))
+    if s.get("repaired"):
+        lines.append("- repaired: `%s`, %s" % (s["repaired"]["rule"], s["repaired"]["to"]))
     if s.get("kind"):
         lines.append("- kind: **%s**, %s" % (s["kind"], s.get("kind_why", "")))
     if s.get("memory_note"):

@@ -40,6 +40,9 @@ class Settings:
     saturated_compute_factor: float = 1.01  # ... and the compute asked is its slice's share x this (the next larger)
     # -- features of the pattern
     pooled_share: float = 0.5             # pods outnumber their devices in at least this share of samples: one pool
+    # several pods on a device in at least this share of its samples: shared (copied to every pod, or
+    # given to one pod of several); less is a series lingering after its pod
+    duplicated_share: float = 0.02
     busy_span_hours: int = 12             # the span of the day (busiest hours, round the clock) activity is measured in
     idle_hour_percentile: float = 95.0    # an hour of the day is idle when this percentile of its samples is idle
     # -- kind rules (KIND_RULES in rules.py)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import model as inv_model
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.settings import AdviceError, Settings
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.identity import NO_OWNER
 
 SECONDS_PER_DAY = 86400
 
@@ -88,9 +89,39 @@ class UsageData:
     steps: int
     series: list[GpuSeries]
     owners: dict                   # (namespace, pod) -> (owner_kind, owner_name)
-    pods_running: dict = field(default_factory=dict)   # (namespace, service) -> array of pod counts
+    # (namespace, owner_kind, owner_name) -> pods of that owner running at each grid point, as
+    # PodCounts (or a plain array over the grid); a pod without a controller is its own group
+    # (namespace, "<none>", pod)
+    pods_running: dict = field(default_factory=dict)
     source: str = ""
     notes: list = field(default_factory=list)
+    labels: dict = field(default_factory=dict)   # (namespace, pod) -> ((kube_pod_labels key, value), ...)
+
+
+@dataclass
+class PodCounts:
+    """Pods running at each grid point, kept only from the first to the last point with one:
+    a Job per run (a CronJob's, a Kubeflow run's) is up a few hours of 28 days."""
+    offset: int
+    values: object                 # float32 array
+
+    @classmethod
+    def of(cls, counts) -> "PodCounts":
+        np = _np()
+        idx = np.flatnonzero(counts)
+        lo, hi = (int(idx[0]), int(idx[-1]) + 1) if idx.size else (0, 0)
+        return cls(lo, np.asarray(counts[lo:hi], dtype=np.float32))
+
+    def full(self, steps: int):
+        np = _np()
+        out = np.zeros(steps)
+        out[self.offset:self.offset + len(self.values)] = self.values
+        return out
+
+
+def counts_over(counts, steps: int):
+    """Pod counts (PodCounts or an array) over the whole grid."""
+    return counts.full(steps) if isinstance(counts, PodCounts) else counts
 
 
 def iso(usage: UsageData, index: int) -> str:
@@ -110,26 +141,6 @@ def present_mask(s: GpuSeries, steps: int):
     return p
 
 
-# --------------------------------------------------------------------------- services
-
-_REPLICASET_HASH = re.compile(r"-[a-z0-9]{6,10}$")
-# A Job per run: CronJob's "-<minutes since the epoch>", or a run id that tools append
-# ("-3fa8b2c1"); a last segment of 5-12 letters and digits with at least one digit.
-_JOB_SUFFIX = re.compile(r"-(?=[a-z0-9]*[0-9])[a-z0-9]{5,12}$")
-
-
-def service_name(owner_kind: str | None, owner_name: str | None, pod: str) -> str:
-    """The service a pod belongs to: its Deployment (ReplicaSet name without the
-    pod-template-hash), StatefulSet, DaemonSet or Job (runs lose their run suffix)."""
-    if not owner_name or owner_kind in (None, "", "<none>"):
-        return _REPLICASET_HASH.sub("", _REPLICASET_HASH.sub("", pod)) if pod.count("-") >= 2 else pod
-    if owner_kind == "ReplicaSet":
-        return _REPLICASET_HASH.sub("", owner_name)
-    if owner_kind == "Job":
-        return _JOB_SUFFIX.sub("", owner_name)
-    return owner_name
-
-
 # --------------------------------------------------------------------------- fetching
 
 METRIC_MEMORY = "DCGM_FI_DEV_FB_USED"
@@ -137,6 +148,8 @@ METRIC_FREE = "DCGM_FI_DEV_FB_FREE"
 METRIC_ACTIVE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"
 METRIC_UTIL = "DCGM_FI_DEV_GPU_UTIL"
 METRIC_OWNER = "kube_pod_owner"
+METRIC_LABELS = "kube_pod_labels"
+METRIC_PHASE = "kube_pod_status_phase"
 NODES_PER_QUERY = 8
 _PROMQL_SPECIAL = re.compile(r"([.\\^$*+?()\[\]{}|])")
 
@@ -187,8 +200,9 @@ def _add_row(series: dict, metric: str, row: dict, values, ns_label: str, pod_la
         s.active = values / 100.0     # percent; only where GR_ENGINE_ACTIVE is missing
 
 
-def fetch_usage(client, end: float, settings: Settings) -> UsageData:
-    """Read ``settings.days`` of history ending at ``end`` from Prometheus.
+def fetch_usage(client, end: float, settings: Settings, label_names=()) -> UsageData:
+    """Read ``settings.days`` of history ending at ``end`` from Prometheus; ``label_names``
+    are the kube_pod_labels keys the workloads' selectors read (identity.py).
 
     Raises AdviceError naming the metric that is missing (no data at all, or no pod
     attribution), PrometheusError for transport problems (unreachable, TLS, auth).
@@ -211,18 +225,30 @@ def fetch_usage(client, end: float, settings: Settings) -> UsageData:
                           "exporter does not attribute GPUs to pods. Its kubelet pod-resources mount must be on and "
                           "shared resources must be listed in NVIDIA_RESOURCE_NAMES (the monitoring role sets it "
                           "from the plan)" % client.url)
-    owners = _owners(client, grid)
+    namespaces = sorted({s.namespace for s in series if s.namespace})
+    owners = _owners(client, grid, namespaces)
+    notes = ["pod labels read from %s/%s" % (ns_label, pod_label)]
+    running_only = bool(namespaces) and bool(client.query('count(last_over_time(%s{%s, phase="Running"}[%s]))'
+                                                          % (METRIC_PHASE, _namespace_selector(namespaces),
+                                                             grid.window), grid.end))
+    if not running_only:
+        notes.append("no %s: pods counted while kube-state-metrics lists them, Running or not" % METRIC_PHASE)
     return UsageData(start=start, step=step, steps=grid.steps, series=series, owners=owners,
-                     pods_running=_pods_running(client, grid, owners), source=client.url,
-                     notes=["pod labels read from %s/%s" % (ns_label, pod_label)])
+                     pods_running=_pods_running(client, grid, namespaces, running_only), source=client.url,
+                     notes=notes, labels=_labels(client, grid, namespaces, tuple(label_names)))
+
+
+def present_metric(client, metric: str, grid: "_Grid") -> int:
+    """How many series of ``metric`` the window has."""
+    rows = client.query("count(last_over_time(%s[%s]))" % (metric, grid.window), grid.end)
+    return int(float(rows[0]["value"][1])) if rows else 0
 
 
 def _activity_metrics(client, grid: _Grid, settings: Settings) -> tuple[bool, bool]:
     """Whether GR_ENGINE_ACTIVE and GPU_UTIL are there; AdviceError when what the advice
     needs is missing (no dcgm-exporter series, no activity, no kube_pod_owner)."""
     def present(metric: str) -> int:
-        rows = client.query("count(last_over_time(%s[%s]))" % (metric, grid.window), grid.end)
-        return int(float(rows[0]["value"][1])) if rows else 0
+        return present_metric(client, metric, grid)
 
     if present(METRIC_MEMORY) == 0 and present(METRIC_ACTIVE) == 0 and present(METRIC_UTIL) == 0:
         raise AdviceError(
@@ -276,26 +302,67 @@ def _read_series(client, grid: _Grid, selectors: list[str], metrics: tuple, labe
     return list(series.values())
 
 
-def _owners(client, grid: _Grid) -> dict:
-    """(namespace, pod) -> (owner_kind, owner_name) from kube_pod_owner."""
+def _namespace_selector(namespaces: list) -> str:
+    return 'namespace=~"%s"' % "|".join(_PROMQL_SPECIAL.sub(r"\\\\\1", n) for n in namespaces)
+
+
+def _owners(client, grid: _Grid, namespaces: list) -> dict:
+    """(namespace, pod) -> (owner_kind, owner_name) from kube_pod_owner, in the namespaces
+    that hold GPU pods."""
     owners = {}
-    rows = client.query("max by (namespace, pod, owner_kind, owner_name) (max_over_time(%s[%s]))"
-                        % (METRIC_OWNER, grid.window), grid.end)
+    if not namespaces:
+        return owners
+    rows = client.query("max by (namespace, pod, owner_kind, owner_name) (max_over_time(%s{%s}[%s]))"
+                        % (METRIC_OWNER, _namespace_selector(namespaces), grid.window), grid.end)
     for row in rows:
         labels = row["metric"]
         owners[(labels.get("namespace"), labels.get("pod"))] = (labels.get("owner_kind"), labels.get("owner_name"))
     return owners
 
 
-def _pods_running(client, grid: _Grid, owners: dict) -> dict:
-    """(namespace, service) -> pods up at each grid point, a namespace at a time (for the
-    same reason as the nodes)."""
+def _labels(client, grid: _Grid, namespaces: list, keys: tuple) -> dict:
+    """(namespace, pod) -> ((key, value), ...) of the kube_pod_labels keys the selectors read;
+    AdviceError naming kube-state-metrics' allowlist when one of them is never exported."""
+    if not keys or not namespaces:
+        return {}
+    missing = [k for k in keys if not client.query('count(last_over_time(%s{%s!=""}[%s]))'
+                                                   % (METRIC_LABELS, k, grid.window), grid.end)]
+    if missing:
+        raise AdviceError(
+            "%s has no %s series with %s in the last %s: kube-state-metrics exports a pod label only when its "
+            "allowlist names it (Helm value kube-state-metrics.metricLabelsAllowlist: \"pods=[<label>,...]\", "
+            "flag --metric-labels-allowlist); add the labels the selectors of gpushare_advise_match read, or select "
+            "pods by namespace, owner or name instead" % (client.url, METRIC_LABELS, ", ".join(missing), grid.window))
+    out = {}
+    rows = client.query("max by (namespace, pod, %s) (max_over_time(%s{%s}[%s]))"
+                        % (", ".join(keys), METRIC_LABELS, _namespace_selector(namespaces), grid.window), grid.end)
+    for row in rows:
+        labels = row["metric"]
+        found = tuple((k, labels[k]) for k in keys if labels.get(k))
+        key = (labels.get("namespace"), labels.get("pod"))
+        out[key] = tuple(sorted(set(out.get(key, ())) | set(found)))
+    return out
+
+
+def _pods_running(client, grid: _Grid, namespaces: list, running_only: bool) -> dict:
+    """(namespace, owner_kind, owner_name) -> pods of that owner running at each grid point
+    (a pod without a controller: (namespace, "<none>", pod)), a namespace at a time so a large
+    fleet is never one answer. Pods kube-state-metrics lists but that are not Running (Pending,
+    completed Job pods kept by the CronJob's history limit) are left out when
+    kube_pod_status_phase is there."""
     np = _np()
-    counts = defaultdict(lambda: np.zeros(grid.steps))
-    for ns in sorted({ns for ns, _pod in owners if ns}):
-        for row in client.query_range('count by (namespace, owner_kind, owner_name) (%s{namespace="%s"})'
-                                      % (METRIC_OWNER, ns), grid.start, grid.end, grid.step):
-            labels = row["metric"]
-            name = service_name(labels.get("owner_kind"), labels.get("owner_name"), labels.get("owner_name") or "")
-            counts[(labels.get("namespace"), name)] += np.nan_to_num(grid.of(row["values"]))
-    return dict(counts)
+    out = {}
+    for ns in namespaces:
+        counts = defaultdict(lambda: np.zeros(grid.steps))
+        running = (' * on (namespace, pod) group_left () (max by (namespace, pod) (%s{namespace="%s", '
+                   'phase="Running"}) == 1)' % (METRIC_PHASE, ns)) if running_only else ""
+        for by, owned in (("owner_kind, owner_name", '!="%s"' % NO_OWNER), ("pod", '="%s"' % NO_OWNER)):
+            query = 'count by (namespace, %s) (%s{namespace="%s", owner_kind%s}%s)' % (
+                by, METRIC_OWNER, ns, owned, running)
+            for row in client.query_range(query, grid.start, grid.end, grid.step):
+                labels = row["metric"]
+                key = (ns, NO_OWNER, labels.get("pod")) if by == "pod" else \
+                    (ns, labels.get("owner_kind"), labels.get("owner_name"))
+                counts[key] += np.nan_to_num(grid.of(row["values"]))
+        out.update((key, PodCounts.of(c)) for key, c in counts.items())
+    return out

@@ -28,32 +28,40 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors 
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import TIMESLICE
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.settings import (
     ADVICE_FORMAT, MIB_PER_GIB, AdviceError, Settings)
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import identity
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.usage import (
     METRIC_ACTIVE, METRIC_FREE, METRIC_MEMORY, METRIC_OWNER, METRIC_UTIL, NODES_PER_QUERY, SECONDS_PER_DAY,
-    GpuSeries, UsageData, _add_row, _np, fetch_usage, iso, present_mask, service_name)
+    GpuSeries, PodCounts, UsageData, _add_row, _np, fetch_usage, iso, present_mask)
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.identity import service_name
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.features import (
     _Context, chart_data, compute_slices_of, evidence, features, services_of)
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.rules import (
     KIND_RULES, RULES, KindRule, Rule, choose, choose_profile, detect_kind, signature)
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.proposal import idle_hours, propose, team_quotas
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.repair import REPAIRS, Repair, plan_proposal
 
 # What tests, benchmarks/advise_fleet.py (which decodes one answer through _add_row) and the
 # usage_advisor module import from here.
 __all__ = [
     "ADVICE_FORMAT", "MIB_PER_GIB", "AdviceError", "Settings",
     "METRIC_ACTIVE", "METRIC_FREE", "METRIC_MEMORY", "METRIC_OWNER", "METRIC_UTIL", "NODES_PER_QUERY",
-    "GpuSeries", "UsageData", "_add_row", "fetch_usage", "service_name",
+    "GpuSeries", "PodCounts", "UsageData", "_add_row", "fetch_usage", "service_name",
     "compute_slices_of", "choose_profile", "detect_kind", "KIND_RULES", "KindRule", "RULES", "Rule",
-    "advise",
+    "REPAIRS", "Repair", "advise", "match_label_names", "plan_proposal",
 ]
 
 
-def advise(usage: UsageData, variables: dict, settings: Settings = Settings()) -> dict:
-    """The advice for ``usage`` and the inventory ``variables`` (as the plan module takes them).
+def advise(usage: UsageData, variables: dict, settings: Settings = Settings(), check: bool = True) -> dict:
+    """The advice for ``usage`` and the inventory ``variables`` (as the plan module takes them,
+    plus ``gpushare_advise_match``: how each workload's pods are recognised, identity.py).
 
-    Raises AdviceError when there is nothing to advise from (no series, too little history).
+    Raises AdviceError when there is nothing to advise from (no series, too little history)
+    or the workloads' selectors are wrong (one pod matched by two workloads, a selector that
+    matches no pod). With ``check`` the proposal is planned and, while the planner refuses it,
+    repaired (repair.py): ``plan_check`` and ``repairs`` say how.
     """
     inventory = _inventory(variables)
+    selectors = _selectors(variables, inventory)
     if not usage.series:
         raise AdviceError("no GPU series in %s: nothing to advise from" % (usage.source or "the data"))
     ctx = _Context(usage, inventory, settings)
@@ -65,31 +73,155 @@ def advise(usage: UsageData, variables: dict, settings: Settings = Settings()) -
         missing = 1.0 - float(p[window].mean())
         if missing > settings.max_gap:
             gaps[node] = missing
+    # Where a node reported nothing (gone, or its exporter), within what max_gap allows, its
+    # services are not absent: presence is measured over the steps their nodes reported.
+    ctx.node_up = {node: p for node, p in node_present.items() if node not in gaps}
+    ctx.identity = identity.assign(_pods(usage), inventory.workloads, selectors, _team_namespaces(inventory))
     services, notes = services_of(ctx)
     notes = list(usage.notes) + notes
     half = first + (last + 1 - first) // 2
     halves = (slice(first, half), slice(half, last + 1))
     declared = {w.name: w for w in inventory.workloads}
-    results = []
+    results, strays = [], []
     for (ns, name), svc in sorted(services.items()):
         team = ctx.team_of_ns.get(ns)
-        if team is not None and declared.get(name) is not None and declared[name].team != team:
-            notes.append("service %s runs in namespace %s (team %s) but the inventory gives it to team %s"
-                         % (name, ns, team, declared[name].team))
-        results.append(_service_advice(ctx, svc, team, declared.get(name), gaps, window, halves))
+        matched = name in ctx.identity.matched and name in declared
+        entry = _service_advice(ctx, svc, team, declared[name] if matched else None, gaps, window, halves)
+        entry["identity"] = _identity_evidence(ctx, svc)
+        if matched:
+            if team is not None and declared[name].team != team:
+                notes.append("service %s runs in namespace %s (team %s) but the inventory gives it to team %s"
+                             % (name, ns, team, declared[name].team))
+            results.append(entry)
+        else:
+            strays.append(entry)
     seen = {r["name"] for r in results}
     for w in inventory.workloads:
         if w.name not in seen:
             results.append({"name": w.name, "team": w.team, "namespace": None, "declared": _declared(w),
-                            "status": "no_data", "reason": "not seen in the GPU metrics: the current entry is kept"})
+                            "status": "no_data", "reason": _no_data_reason(ctx, w, selectors, strays),
+                            "identity": {"rule": "match" if w.name in selectors else "name", "pods": 0}})
+    results += _unmatched(ctx, strays, results, selectors)
     teams = team_quotas(ctx, services, window)
     proposal = propose(ctx, results, teams, services, window)
-    return {"format": ADVICE_FORMAT, "source": usage.source,
-            "window": {"from": iso(usage, first), "until": iso(usage, last), "days": round(_days(usage, first, last), 2),
-                       "step_s": usage.step, "timezone": inventory.policy.timezone},
-            "settings": settings.__dict__, "gaps": {n: round(v, 3) for n, v in gaps.items()},
-            "services": results, "teams": teams, "windows": proposal.pop("windows"),
-            "buy": proposal.pop("buy"), "proposal": proposal, "notes": notes}
+    advice = {"format": ADVICE_FORMAT, "source": usage.source,
+              "window": {"from": iso(usage, first), "until": iso(usage, last),
+                         "days": round(_days(usage, first, last), 2), "step_s": usage.step,
+                         "timezone": inventory.policy.timezone},
+              "settings": settings.__dict__, "gaps": {n: round(v, 3) for n, v in gaps.items()},
+              "services": results, "teams": teams, "windows": proposal.pop("windows"),
+              "buy": proposal.pop("buy"), "proposal": proposal, "notes": notes,
+              "unmatched": [_unmatched_row(r) for r in results if r.get("identity", {}).get("rule") == "unmatched"],
+              "repairs": [], "plan_check": {"status": "not checked", "text": "not checked", "problems": []}}
+    if check:
+        plan_proposal(advice, variables)
+    return advice
+
+
+def match_label_names(variables: dict) -> tuple:
+    """The kube_pod_labels keys the workloads' selectors read (gpushare_advise_match), after
+    checking the inventory and the selectors (AdviceError): what fetch_usage reads."""
+    inventory = _inventory(variables)
+    return tuple(sorted(identity.selector_label_names(_selectors(variables, inventory))))
+
+
+def _team_namespaces(inventory) -> dict:
+    return {t.name: tuple(t.namespaces) for t in inventory.teams}
+
+
+def _selectors(variables: dict, inventory) -> dict:
+    return identity.parse_match(variables.get("gpushare_advise_match"), inventory.workloads,
+                                _team_namespaces(inventory))
+
+
+def _pods(usage: UsageData) -> list:
+    """Every pod known: from kube_pod_owner (with its labels) and from the GPU series."""
+    keys = set(usage.owners) | {(s.namespace, s.pod) for s in usage.series if s.namespace and s.pod}
+    out = []
+    for ns, pod in keys:
+        if not ns or not pod:
+            continue
+        kind, owner = usage.owners.get((ns, pod), (None, None))
+        out.append(identity.Pod(ns, pod, kind, owner, tuple(usage.labels.get((ns, pod), ()))))
+    return out
+
+
+def _identity_evidence(ctx: _Context, svc) -> dict:
+    """How the service's pods were recognised, for the report."""
+    how = {ctx.identity.how.get((svc.namespace, p), "name") for p in svc.pod_series}
+    rule = "match" if "match" in how else ("unmatched" if how == {"unmatched"} else
+                                           "name-prefix" if "name-prefix" in how else "name")
+    pods = sorted(svc.pod_series)
+    owners = sorted({"%s %s" % ctx.usage.owners.get((svc.namespace, p), ("?", "?")) for p in pods})
+    return {"rule": rule, "pods": len(pods), "examples": pods[:5], "owners": owners[:5]}
+
+
+def _no_data_reason(ctx: _Context, w, selectors: dict, strays: list) -> str:
+    same_team = [s for s in strays if s.get("team") == w.team]
+    if w.name in selectors:
+        how = "its selectors match pods that hold no GPU in the metrics"
+    else:
+        how = ("no pod's controller is named %s or %s-... in the namespaces of team %s"
+               % (w.name, w.name, w.team))
+    hint = ""
+    if same_team:
+        hint = ("; pods of team %s that match no workload: %s (see 'Pods that match no workload'; "
+                "gpushare_advise_match says which are %s's)"
+                % (w.team, ", ".join("%s (%d pods)" % (s["name"], s["identity"]["pods"]) for s in same_team[:5]),
+                   w.name))
+    return "not seen in the GPU metrics: %s%s; the current entry is kept" % (how, hint)
+
+
+def _unmatched(ctx: _Context, strays: list, results: list, selectors: dict) -> list:
+    """Services of pods that match no workload: proposed as a new entry when they duplicate
+    none (same name as a workload; or a workload of their team, of their kind, seen in no
+    pod), else reported with the selector that would make them that workload's."""
+    declared = {w.name: w for w in ctx.inventory.workloads}
+    no_data = {r["name"] for r in results if r["status"] == "no_data"}
+    taken = set(declared)
+    out = []
+    for r in strays:
+        if r["status"] == "unknown_namespace":
+            out.append(r)
+            continue
+        name = identity.entry_name(r["name"])
+        twins = [w for w in ctx.inventory.workloads if w.name in no_data and w.team == r["team"]
+                 and (r.get("kind") in (None, w.kind))]
+        if r["name"] in ctx.identity.collisions or name in declared:
+            r.update(status="unmatched", reason="its pods match no workload, but the inventory has a workload named "
+                     "%s: not proposed twice" % (name or r["name"]))
+        elif twins:
+            w = twins[0]
+            r.update(status="unmatched", duplicates=w.name, suggested_match={w.name: _suggest(ctx, r)},
+                     reason="its pods match no workload and look like %s's (team %s, kind %s, no pod matched): not "
+                            "proposed as a new entry; to count them as %s add to gpushare_advise_match: %s"
+                            % (w.name, w.team, w.kind, w.name, identity._flow({w.name: _suggest(ctx, r)})))
+        elif name is None or name in taken:
+            r.update(status="unmatched", reason="its pods match no workload and %s is no free workload name: not "
+                                                "proposed" % r["name"])
+        elif r["status"] == "ok":
+            r.update(new=True, name=name)
+            taken.add(name)
+        out.append(r)
+    del selectors
+    return out
+
+
+def _suggest(ctx: _Context, r: dict) -> dict:
+    """A selector for the pods of unmatched service ``r``."""
+    ns, group = r["namespace"], r["name"]
+    pods = [p for (pns, p), key in ctx.identity.of.items() if key == (ns, group)]
+    owners = {ctx.usage.owners.get((ns, p), (None, None)) for p in pods}
+    if all(k in (None, identity.NO_OWNER) for k, _o in owners):
+        return {"namespace": ns, "owner_kind": identity.NO_OWNER, "name_prefix": group + "-"}
+    return {"namespace": ns, "owner_name": group}
+
+
+def _unmatched_row(r: dict) -> dict:
+    return {"name": r["name"], "namespace": r.get("namespace"), "team": r.get("team"), "status": r["status"],
+            "pods": r["identity"]["pods"], "examples": r["identity"]["examples"], "owners": r["identity"]["owners"],
+            "proposed": bool(r.get("new")), "duplicates": r.get("duplicates"),
+            "suggested_match": r.get("suggested_match"), "reason": r.get("reason", "proposed as a new workload")}
 
 
 def _inventory(variables: dict):
@@ -157,6 +289,7 @@ def _service_advice(ctx: _Context, svc, team: str | None, declared, gaps: dict, 
     entry.update(choice)
     if choice.get("sharing") == TIMESLICE:
         entry["idle_hours"] = idle_hours(ctx, f, window)
+        entry["shared_with"] = sorted({w.split("/", 1)[1] for d in f["sharing"] for w in d["with"]})
     if choice["status"] == "ok" and s.stability:
         _check_stability(ctx, svc, entry, halves)
     return entry
