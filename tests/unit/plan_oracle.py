@@ -62,7 +62,7 @@ def service_problems(plan: dict, variables: dict) -> list[str]:
         if not isinstance(w, dict) or w.get("sharing", {"hardware": "mig"}.get(w.get("isolation"))) != "mig":
             continue
         slices = got.pop(w["name"], [])
-        replicas = w.get("replicas", 1)
+        replicas = w.get("replicas") or 1      # an explicit null is the default, as the planner reads it
         if sorted(s["replica"] for _m, s in slices) != list(range(replicas)):
             found.append("%s: replicas %s on slices, wanted 0..%d" % (w["name"], [s["replica"] for _m, s in slices],
                                                                       replicas - 1))
@@ -70,7 +70,7 @@ def service_problems(plan: dict, variables: dict) -> list[str]:
             profile = CATALOG[model_key].profile(s["profile"])
             if w.get("mig_profile") and s["profile"] != w["mig_profile"]:
                 found.append("%s: on %s, pinned to %s" % (w["name"], s["profile"], w["mig_profile"]))
-            if "memory_gib" in w and profile.memory_mib < w["memory_gib"] * MIB_PER_GIB:
+            if w.get("memory_gib") is not None and profile.memory_mib < w["memory_gib"] * MIB_PER_GIB:
                 found.append("%s: %s holds %d MiB < %s GiB" % (w["name"], s["profile"], profile.memory_mib, w["memory_gib"]))
             if w.get("gpu_model") and model_key != lookup(w["gpu_model"]).key:
                 found.append("%s: on %s, asked for %s" % (w["name"], model_key, w["gpu_model"]))
