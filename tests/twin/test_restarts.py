@@ -92,8 +92,9 @@ def test_allow_disruption_evicts_only_the_pods_on_the_changing_gpu(tmp_path_fact
     namespaces = [ns for team in example_plan["teams"] for ns in team["namespaces"]]
     on_node = {p["metadata"]["uid"]: p["metadata"]["namespace"] + "/" + p["metadata"]["name"]
                for p in twin.get(f"/api/v1/pods?fieldSelector=spec.nodeName%3D{node}")["items"]
-               if p["metadata"]["namespace"] in namespaces
-               and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")}   # finished pods hold no GPU
+               # pods of earlier tests that ended (finished, or being deleted) are not counted
+               if p["metadata"]["namespace"] in namespaces and not p["metadata"].get("deletionTimestamp")
+               and p.get("status", {}).get("phase") not in ("Succeeded", "Failed")}
     notebooks = {uid for uid, name in on_node.items() if name.startswith("data-science/notebook-")}
     others = set(on_node) - notebooks
     # Production's services (vLLM on GPU 0, the MIG services on GPU 1): nobody else may stop them
