@@ -99,7 +99,12 @@ def test_allow_disruption_evicts_only_the_pods_on_the_changing_gpu(tmp_path_fact
     others = set(on_node) - notebooks
     # Production's services (vLLM on GPU 0, the MIG services on GPU 1): nobody else may stop them
     # (Kueue may preempt other teams' jobs when the night quotas apply).
-    production = {uid for uid in others if on_node[uid].startswith(tuple(ns + "/" for ns in example_plan["teams"][0]["namespaces"]))}
+    prod_namespaces = example_plan["teams"][0]["namespaces"]
+    jobs = {ns + "/" + j["metadata"]["name"] for ns in prod_namespaces
+            for j in twin.get(f"/apis/batch/v1/namespaces/{ns}/jobs")["items"]}
+    # ... whose Job still exists (earlier tests end theirs; their pods go away by themselves)
+    production = {uid for uid in others if on_node[uid].split("/")[0] in prod_namespaces
+                  and on_node[uid].rsplit("-", 1)[0] in jobs}
     assert example_plan["teams"][0]["production"]
     assert notebooks, "the example day left no notebook pod on " + node
     assert production, "the example day left no production pod on " + node

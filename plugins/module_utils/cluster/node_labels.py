@@ -15,8 +15,6 @@ recorded keys the Plan dropped. A node patched before that record existed falls 
 
 from __future__ import annotations
 
-import yaml
-
 from ansible_collections.gpushare.cluster.plugins.module_utils.cluster.pods import gpu_layout_since, pods_on_changing_gpus
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import (
     DEVICE_PLUGIN_CONFIG_LABEL,
@@ -90,6 +88,8 @@ def mig_configs(configmaps: list) -> dict:
         Config name to its mig-parted entries, a dict; empty when there is no ConfigMap or no
         ``config.yaml`` in it.
     """
+    import yaml   # on the controller only, as the filter runs (not needed to import this module)
+
     for configmap in configmaps or []:
         text = (configmap.get("data") or {}).get("config.yaml")
         if text:

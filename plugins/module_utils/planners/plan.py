@@ -129,8 +129,8 @@ def _plan_mig(inventory: Inventory, sharing, problems: Problems, solve=None, cur
         forbidden = (full,) if share.via_mig else ()
         for gpu in node.gpus:
             # How the GPU is cut now (stable re-planning keeps it where it can).
-            now = {} if current is None else dict(zip(("current", "current_slices"),
-                                                       current.get((node.name, gpu.index), (None, ()))))
+            now = {} if current is None else dict(
+                zip(("current", "current_slices"), current.get((node.name, gpu.index), (None, ()))))
             if gpu.mode == TIMESLICE and share.via_mig:
                 # One full-size instance, time-sliced (see sharing_planner).
                 layouts[(node.name, gpu.index)] = _single_instance(node, gpu, full)

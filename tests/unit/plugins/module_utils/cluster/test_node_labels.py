@@ -93,12 +93,12 @@ def test_mig_configs_reads_the_live_configmap():
 
 def test_label_drift_names_a_layout_set_by_hand():
     """The previous plan set gpu01's MIG config to A by day and B at night; the cluster has C."""
-    live = [{"metadata": {"name": "gpu01", "labels": {"nvidia.com/mig.config": "by-hand",
-                                                       "nvidia.com/device-plugin.config": "gpushare-gpu01"}}}]
+    live = [{"metadata": {"name": "gpu01", "labels": {
+        "nvidia.com/mig.config": "by-hand", "nvidia.com/device-plugin.config": "gpushare-gpu01"}}}]
     known = {"gpu01": {"nvidia.com/mig.config": ["gpushare-gpu01-aaaa", "gpushare-gpu01-bbbb"],
                        "nvidia.com/device-plugin.config": ["gpushare-gpu01"]}}
-    planned = [{"metadata": {"name": "gpu01", "labels": {"nvidia.com/mig.config": "gpushare-gpu01-cccc",
-                                                          "nvidia.com/device-plugin.config": "gpushare-gpu01"}}}]
+    planned = [{"metadata": {"name": "gpu01", "labels": {
+        "nvidia.com/mig.config": "gpushare-gpu01-cccc", "nvidia.com/device-plugin.config": "gpushare-gpu01"}}}]
     assert nl.label_drift(live, known, planned) == [
         "gpu01: nvidia.com/mig.config is 'by-hand' in the cluster; the previous plan set 'gpushare-gpu01-aaaa' or "
         "'gpushare-gpu01-bbbb', this plan sets 'gpushare-gpu01-cccc'"]

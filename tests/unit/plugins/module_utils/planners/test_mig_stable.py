@@ -138,7 +138,7 @@ def oracle_min_repartitioned(candidates, demands) -> int | None:
     for c in candidates:
         current = counts_of(c.current)
         if c.layout is not None:
-            unchanged += [(c.model, name) for name, n in c.layout for _ in range(n)]
+            unchanged += [(c.model, name) for name, n in c.layout for _copy in range(n)]
             changes += counts_of(c.layout) != current
             continue
         names = {p.name for p in CATALOG[c.model].mig_profiles}
@@ -147,7 +147,7 @@ def oracle_min_repartitioned(candidates, demands) -> int | None:
         if current is None and not c.declared:
             optional.append((c, []))                # stays out of MIG mode, or is cut
         elif keep:
-            optional.append((c, [(c.model, name) for name, n in current.items() for _ in range(n)]))
+            optional.append((c, [(c.model, name) for name, n in current.items() for _copy in range(n)]))
         else:
             forced.append(c)                        # declared and not MIG now, or its layout cannot stay
             changes += 1
@@ -160,7 +160,7 @@ def oracle_min_repartitioned(candidates, demands) -> int | None:
             cut = forced + [optional[i][0] for i in changed]
             for choice in itertools.product(*[cut_options(c, demands) for c in cut]):
                 slices = kept + [(c.model, name) for c, packing in zip(cut, choice) for name, n in packing
-                                 for _ in range(n)]
+                                 for _copy in range(n)]
                 if all_placed(demands, slices):
                     return changes + extra
     return None

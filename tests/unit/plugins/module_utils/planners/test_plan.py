@@ -30,8 +30,7 @@ def test_the_example_day_split(day):
     assert slices == {"embeddings": "1g.18gb", "classifier": "1g.18gb", "speech-to-text": "1g.35gb"}
     labels = dict(node["labels"])
     mig_config = labels.pop("nvidia.com/mig.config")
-    assert labels == {"gpushare.cluster/gpu-model": "h200-141gb",
-                              "nvidia.com/device-plugin.config": "gpushare-gpu01"}
+    assert labels == {"gpushare.cluster/gpu-model": "h200-141gb", "nvidia.com/device-plugin.config": "gpushare-gpu01"}
     assert mig_config == node["mig_config"]["name"] and mig_config.startswith("gpushare-gpu01-")
 
 
