@@ -32,3 +32,10 @@ def load_dir(base: Path) -> dict:
 
 def example_day() -> dict:
     return copy.deepcopy(load_example("four-gpu-server"))
+
+
+def example_mig_configs(plan: dict) -> tuple[str, str]:
+    """gpu01's MIG config names by day and at night in the example day's ``plan`` (named by
+    their layouts, so read from the plan)."""
+    night = next(w for w in plan["windows"] if w["name"] == "night")
+    return plan["nodes"][0]["mig_config"]["name"], night["nodes"][0]["mig_config"]["name"]

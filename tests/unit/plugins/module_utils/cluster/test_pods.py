@@ -10,12 +10,9 @@ import pytest
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import pods
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
-from inventories import load_example
+from inventories import example_mig_configs, load_example
 
-# The example day's MIG configs of gpu01 by day and at night (named by their layouts).
-_EXAMPLE = build_plan(load_example("four-gpu-server"))
-DAY = _EXAMPLE["nodes"][0]["mig_config"]["name"]
-NIGHT = next(w for w in _EXAMPLE["windows"] if w["name"] == "night")["nodes"][0]["mig_config"]["name"]
+DAY, NIGHT = example_mig_configs(build_plan(load_example("four-gpu-server")))
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,9 @@ import pytest
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import active_window, build_plan, local_clock
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render
-from inventories import EXAMPLE_NAMES, load_example
+from inventories import EXAMPLE_NAMES, example_mig_configs, load_example
 
-# The example day's MIG configs of gpu01 by day and at night (named by their layouts).
-_EXAMPLE = build_plan(load_example("four-gpu-server"))
-DAY = _EXAMPLE["nodes"][0]["mig_config"]["name"]
-NIGHT = next(w for w in _EXAMPLE["windows"] if w["name"] == "night")["nodes"][0]["mig_config"]["name"]
+DAY, NIGHT = example_mig_configs(build_plan(load_example("four-gpu-server")))
 
 
 @pytest.fixture(scope="module")
