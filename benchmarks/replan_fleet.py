@@ -55,13 +55,9 @@ GIB = 1024
 
 def with_current(candidates, layouts):
     """The candidates in the state ``layouts`` left them (a GPU not in it: not in MIG mode)."""
-    out = []
-    for c in candidates:
-        layout = layouts.get((c.node, c.index))
-        out.append(replace(c, current=None if layout is None else tuple(sorted(layout.counts().items())),
-                           current_slices=() if layout is None else tuple(
-                               (s.profile, s.start, s.workload, s.replica) for s in layout.slices)))
-    return out
+    not_mig = {"current": None, "current_slices": ()}
+    return [replace(c, **(layouts[(c.node, c.index)].as_current() if (c.node, c.index) in layouts else not_mig))
+            for c in candidates]
 
 
 def fits(d: MigDemand, model_key: str, name: str) -> bool:

@@ -93,6 +93,12 @@ class MigLayout:
             out[s.profile] += 1
         return dict(sorted(out.items()))
 
+    def as_current(self) -> dict:
+        """This layout as a MigCandidate's current state (``current``, ``current_slices``),
+        for re-planning from it."""
+        return {"current": tuple(sorted(self.counts().items())),
+                "current_slices": tuple((s.profile, s.start, s.workload, s.replica) for s in self.slices)}
+
 
 class MigShortfall(Exception):
     """The services cannot be fitted; the message says by how much and what would fit."""

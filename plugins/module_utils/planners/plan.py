@@ -117,6 +117,10 @@ def _mig_models(inventory: Inventory) -> tuple[str, ...]:
     return tuple(sorted({n.model for n in inventory.nodes if CATALOG[n.model].mig_capable and not n.dra}))
 
 
+# A GPU the previous plan does not have (a new server): not in MIG mode now.
+NOT_IN_MIG_MODE = {"current": None, "current_slices": ()}
+
+
 def _plan_mig(inventory: Inventory, sharing, problems: Problems, solve=None, current: dict | None = None) -> dict:
     candidates = []
     layouts = {}
@@ -129,8 +133,7 @@ def _plan_mig(inventory: Inventory, sharing, problems: Problems, solve=None, cur
         forbidden = (full,) if share.via_mig else ()
         for gpu in node.gpus:
             # How the GPU is cut now (stable re-planning keeps it where it can).
-            now = {} if current is None else dict(
-                zip(("current", "current_slices"), current.get((node.name, gpu.index), (None, ()))))
+            now = {} if current is None else current.get((node.name, gpu.index), NOT_IN_MIG_MODE)
             if gpu.mode == TIMESLICE and share.via_mig:
                 # One full-size instance, time-sliced (see sharing_planner).
                 layouts[(node.name, gpu.index)] = _single_instance(node, gpu, full)
