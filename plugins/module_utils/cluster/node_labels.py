@@ -22,6 +22,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.names import (
     MANAGED_LABELS_ANNOTATION,
     MIG_CONFIG_LABEL,
     MIG_CONFIG_STATE_LABEL,
+    MIG_DISABLED_CONFIG,
     PLAN_LABEL_KEYS,
 )
 
@@ -102,7 +103,8 @@ def label_drift(live_nodes: list, known: dict, planned: list) -> list:
 
     A live value that no state of the previous plan set, and that is not the new plan's
     either, was set by someone else; the gpu_operator role shows it and does not overwrite it
-    unless told to.
+    unless told to. The GPU Operator's own default MIG config (``all-disabled``, which it sets
+    on a node that has none) is not a change by hand.
 
     Args:
         live_nodes: the cluster's Node objects, one list (a kubernetes.core.k8s lookup or k8s_info).
@@ -124,9 +126,11 @@ def label_drift(live_nodes: list, known: dict, planned: list) -> list:
             have = _labels(live[name]).get(key)
             want = obj["metadata"]["labels"].get(key)
             set_before = known[name].get(key, [])
-            if have is not None and have != want and have not in set_before:
-                lines.append("%s: %s is %r in the cluster; the previous plan set %s, this plan sets %r"
-                             % (name, key, have, " or ".join(repr(v) for v in set_before) or "none", want))
+            if have in (None, want, MIG_DISABLED_CONFIG) or have in set_before:
+                continue
+            lines.append("%s: %s is %r in the cluster; the previous plan set %s, this plan sets %s"
+                         % (name, key, have, " or ".join(repr(v) for v in set_before) or "none",
+                            "none" if want is None else repr(want)))
     return lines
 
 

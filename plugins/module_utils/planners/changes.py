@@ -53,11 +53,11 @@ def partition(gpu: dict) -> tuple[tuple[str, int], ...] | None:
 def current_partitions(plan: dict) -> dict[tuple[str, int], dict]:
     """(node, index) -> how the GPU is cut now, as mig_planner.MigCandidate's ``current``
     (partition or None) and ``current_slices`` ((profile, start, workload, replica) each)."""
-    return {(node["name"], gpu["index"]): {
-        "current": partition(gpu),
-        "current_slices": tuple((s["profile"], s["start"], s["workload"], s["replica"])
-                                for s in (gpu["mig"] or {}).get("slices", ()))}
-        for node in plan["nodes"] for gpu in node["gpus"]}
+    def slices(gpu: dict) -> tuple:
+        return tuple((s["profile"], s["start"], s["workload"], s["replica"])
+                     for s in (gpu["mig"] or {}).get("slices", ()))
+    return {(node["name"], gpu["index"]): {"current": partition(gpu), "current_slices": slices(gpu)}
+            for node in plan["nodes"] for gpu in node["gpus"]}
 
 
 def _describe(gpu: dict | None) -> str:

@@ -105,3 +105,15 @@ def test_label_drift_names_a_layout_set_by_hand():
     live[0]["metadata"]["labels"]["nvidia.com/mig.config"] = "gpushare-gpu01-bbbb"      # the night state: ours
     assert nl.label_drift(live, known, planned) == []
     assert nl.label_drift(live, {}, planned) == []                                       # first plan: nothing known
+
+
+def test_label_drift_leaves_the_operator_default_alone():
+    """The GPU Operator labels a node without a MIG config all-disabled itself: not by hand.
+    A node the plan gives no MIG config shows "sets none"."""
+    planned = [{"metadata": {"name": "l4", "labels": {"nvidia.com/device-plugin.config": "gpushare-l4"}}}]
+    known = {"l4": {"nvidia.com/device-plugin.config": ["gpushare-l4"]}}
+    live = [{"metadata": {"name": "l4", "labels": {"nvidia.com/mig.config": "all-disabled"}}}]
+    assert nl.label_drift(live, known, planned) == []
+    live[0]["metadata"]["labels"]["nvidia.com/mig.config"] = "all-1g.18gb"
+    assert nl.label_drift(live, known, planned) == [
+        "l4: nvidia.com/mig.config is 'all-1g.18gb' in the cluster; the previous plan set none, this plan sets none"]
