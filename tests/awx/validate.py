@@ -10,6 +10,9 @@ what AWX would refuse, and when the schedules would really run.
    (forceset, DTSTART with a time zone required), land every day at that wall-clock time in
    the Plan's zone for ``--days`` days, across daylight-saving changes: one run per local
    day, none missing, none doubled; in a zone with daylight saving the UTC times move.
+4. Every job template launches through the API with no extra vars (AWX refuses a launch that
+   leaves a required survey question unanswered), and there is no SCM inventory source on a
+   manual project (``--project git`` or ``manual`` also checks which one the role made).
 Exits 1 with every problem listed; prints one line per schedule otherwise.
 """
 
@@ -80,11 +83,21 @@ def run_problems(schedule: dict, plan: dict, days: int) -> tuple[list[str], dict
                       "utc_offsets": [str(o) for o in offsets]}
 
 
-def validate(definitions: dict, days: int, expect_dst: bool = False) -> tuple[list[str], list[str]]:
+def validate(definitions: dict, days: int, expect_dst: bool = False, project: str | None = None) -> tuple[list[str], list[str]]:
     """(problems, report lines) of the definitions awx.yml rendered; with ``expect_dst``, a
-    problem unless some schedule's runs cross a daylight-saving change (two UTC offsets)."""
+    problem unless some schedule's runs cross a daylight-saving change (two UTC offsets); with
+    ``project`` (git or manual), a problem unless the project is of that type, with an SCM
+    inventory source exactly when it is git."""
     problems = list(definition_problems(definitions))
     lines = []
+    if project:
+        made = (definitions.get("project") or {}).get("scm_type")
+        source = definitions.get("inventory_source")
+        if made != project or bool(source) != (project == "git"):
+            problems.append("expected a %s project %s an inventory source, got a %s project and inventory source %r"
+                            % (project, "with" if project == "git" else "without", made, source))
+        lines.append("project %s (%s); inventory source: %s" % (
+            definitions["project"]["name"], made, source["source_path"] if source else " ".join(definitions["notes"])))
     offsets = set()
     plan = definitions["plan"]
     if plan["windows"] and not definitions["schedules"]:
@@ -108,9 +121,11 @@ def main(argv=None) -> int:
     parser.add_argument("--days", type=int, default=400, help="runs per schedule to compute (one a day)")
     parser.add_argument("--expect-dst", action="store_true",
                         help="fail unless the runs cross a daylight-saving change (two UTC offsets)")
+    parser.add_argument("--project", choices=("git", "manual"),
+                        help="fail unless the project is of this type, with an inventory source exactly when git")
     args = parser.parse_args(argv)
     definitions = json.loads(args.definitions.read_text())
-    problems, lines = validate(definitions, args.days, args.expect_dst)
+    problems, lines = validate(definitions, args.days, args.expect_dst, args.project)
     for line in lines:
         print(line)
     if problems:

@@ -5,7 +5,9 @@
 #      role's tasks with a misspelt option in each must give one args[module] finding per task;
 #   2. the job templates, surveys and schedules awx.yml makes from each example inventory's
 #      Plan (and from the example day in Europe/Berlin), checked offline against AWX's rules
-#      and their next runs computed as AWX does, across daylight-saving changes;
+#      and their next runs computed as AWX does, across daylight-saving changes; every template
+#      launchable through the API with no extra vars; no SCM inventory source on a manual
+#      project, one on a git project;
 #   3. the execution environment built with ansible-builder from meta/execution-environment.yml
 #      (local Debian 12 base; Docker's layer cache makes an unchanged rebuild take seconds);
 #   4. the plan job and a render-mode GPU stack job run through it the way AWX runs them:
@@ -55,10 +57,16 @@ for inv in inventory-examples/*/ "$work/example-day-berlin/"; do
   ansible-playbook -i "$inv" playbooks/awx.yml -e gpushare_awx_render_only=true \
     -e "gpushare_awx_render_dir=$work/defs/$name" >"$work/awx-$name.log" 2>&1 \
     || { tail -n 40 "$work/awx-$name.log" >&2; exit 1; }
-  extra=()
-  [ "$name" = example-day-berlin ] && extra=(--expect-dst)
+  extra=(--project manual)
+  [ "$name" = example-day-berlin ] && extra+=(--expect-dst)
   python tests/awx/validate.py "$work/defs/$name/definitions.json" "${extra[@]}"
 done
+# A git project gets the SCM inventory source that a manual one cannot have.
+ansible-playbook -i inventory-examples/four-gpu-server/hosts.yml playbooks/awx.yml -e gpushare_awx_render_only=true \
+  -e gpushare_awx_project_scm_url=https://git.example.com/platform/gpushare.git \
+  -e "gpushare_awx_render_dir=$work/defs/git-project" >"$work/awx-git-project.log" 2>&1 \
+  || { tail -n 40 "$work/awx-git-project.log" >&2; exit 1; }
+python tests/awx/validate.py "$work/defs/git-project/definitions.json" --project git
 
 step "execution environment (ansible-builder)"
 tests/awx/build-ee.sh

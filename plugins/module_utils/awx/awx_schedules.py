@@ -81,13 +81,17 @@ def daily_rrule(clock: str, timezone: str, start_date: str) -> str:
 
 
 def _questions(plan: dict) -> dict:
+    """The survey questions. None is required: AWX refuses a launch that leaves a required
+    question unanswered, default or not (``'gpushare_window' value missing`` for an API launch
+    with no extra vars, awx/main/models/mixins.py ``_survey_element_validation``), and gives an
+    unanswered optional question its default (``_update_unified_job_kwargs``)."""
     names = [w["name"] for w in plan["windows"]]
     return {
         "window": {
             "question_name": "Sharing window",
             "question_description": "auto: the window in force now (%s); none: the base state; or a window by name"
                                     % plan["cluster"]["timezone"],
-            "variable": "gpushare_window", "type": "multiplechoice", "required": True,
+            "variable": "gpushare_window", "type": "multiplechoice", "required": False,
             "choices": ["auto", "none"] + names, "default": "auto"},
         "window_at": {
             "question_name": "Preview the state at",
@@ -97,7 +101,7 @@ def _questions(plan: dict) -> dict:
         "render_only": {
             "question_name": "Render only",
             "question_description": "true: write every Helm value file and object to the project's build/plan/rendered, apply nothing",
-            "variable": "gpushare_render_only", "type": "multiplechoice", "required": True,
+            "variable": "gpushare_render_only", "type": "multiplechoice", "required": False,
             "choices": ["false", "true"], "default": "false"},
     }
 
@@ -147,6 +151,30 @@ def window_schedules(plan: dict, settings: dict) -> list[dict]:
     } for b in window_boundaries(plan)]
 
 
+def project_and_inventory_source(settings: dict) -> dict:
+    """The project and the inventory source, decided before any AWX call.
+
+    With ``project_scm_url`` a git project and an SCM inventory source reading
+    ``inventory_source_path`` from it. Without, a manual project and no inventory source: AWX
+    refuses an SCM inventory source on a manual project ("Cannot use manual project for
+    SCM-based inventory.", InventorySourceSerializer in awx/api/serializers.py), and no other
+    source type reads a file of the project, so ``notes`` says how to fill the inventory."""
+    scm_url = settings.get("project_scm_url") or ""
+    project = {"name": settings["project"], "scm_type": "git" if scm_url else "manual"}
+    if not scm_url:
+        return {"project": project, "inventory_source": None, "notes": [
+            "No inventory source: the project is manual (gpushare_awx_project_scm_url is empty) and AWX refuses an "
+            "SCM inventory source on a manual project ('Cannot use manual project for SCM-based inventory'). Fill the "
+            "inventory %r once from the copy under AWX's projects root, e.g. in the awx-task container: awx-manage "
+            "inventory_import --inventory-name %s --source /var/lib/awx/projects/%s/%s; or set "
+            "gpushare_awx_project_scm_url for a git project with an inventory source."
+            % (settings["inventory"], settings["inventory"], settings.get("project_local_path") or "<local_path>",
+               settings.get("inventory_source_path") or "<inventory file>")]}
+    return {"project": project, "notes": [], "inventory_source": {
+        "name": "%s from project" % settings["inventory"], "inventory": settings["inventory"], "source": "scm",
+        "source_project": settings["project"], "source_path": settings.get("inventory_source_path") or ""}}
+
+
 def awx_definitions(plan: dict, settings: dict) -> dict:
     """Job templates and schedules for AWX from the Plan, with what they were made from.
 
@@ -159,15 +187,21 @@ def awx_definitions(plan: dict, settings: dict) -> dict:
         plan: the plan module's ``plan`` result (``gpushare_plan.plan``), a dict.
         settings: the AWX names, a dict: ``organization``, ``project``, ``inventory``,
             ``execution_environment``, ``name_prefix`` and ``schedule_start`` (the schedules'
-            first day, YYYY-MM-DD) are required; ``credentials`` (names) is optional.
+            first day, YYYY-MM-DD) are required; ``credentials`` (names), ``project_scm_url``
+            (empty: a manual project), ``project_local_path`` and ``inventory_source_path`` are
+            optional.
 
     Returns:
         A dict: ``plan`` (its ``timezone`` and ``windows``), ``job_templates`` and ``schedules``
-        (lists of dicts in the awx.awx.job_template and awx.awx.schedule modules' terms).
+        (lists of dicts in the awx.awx.job_template and awx.awx.schedule modules' terms),
+        ``project`` (``name``, ``scm_type`` git or manual), ``inventory_source`` (in the
+        awx.awx.inventory_source module's terms, ``None`` for a manual project) and ``notes``
+        (why there is none and how to fill the inventory then), a list of strings.
     """
     return {"plan": {"timezone": plan["cluster"]["timezone"],
                      "windows": [{k: w[k] for k in ("name", "from", "until")} for w in plan["windows"]]},
-            "job_templates": job_templates(plan, settings), "schedules": window_schedules(plan, settings)}
+            "job_templates": job_templates(plan, settings), "schedules": window_schedules(plan, settings),
+            **project_and_inventory_source(_settings(settings))}
 
 
 # --------------------------------------------------------------------------- AWX's checks
@@ -259,23 +293,50 @@ def schedule_problems(schedule: dict, template: dict) -> list[str]:
     return problems
 
 
-def definition_problems(definitions: dict) -> list[str]:
-    """Every problem of the job templates' surveys and the schedules, [] when AWX accepts them all.
+def launch_problems(template: dict, answers: dict | None = None) -> list[str]:
+    """What AWX answers with 400 when ``template`` is launched with ``answers`` as extra vars
+    (an API launch, awx.awx.job_launch): a required question not answered, whatever its
+    default, or a choice outside the question's choices (awx/main/models/mixins.py,
+    ``_survey_element_validation``)."""
+    spec = (template.get("survey_spec") or {}).get("spec") or [] if template.get("survey_enabled") else []
+    answers = answers or {}
+    problems = []
+    for q in spec:
+        where = "job template %r launched with extra vars %s" % (template.get("name"), sorted(answers) or "none")
+        if q.get("required") and q["variable"] not in answers:
+            problems.append("%s: AWX refuses it, \"'%s' value missing\" (make the question optional with a default)"
+                            % (where, q["variable"]))
+        elif q["variable"] in answers and q.get("type") == "multiplechoice" and answers[q["variable"]] not in q.get("choices", []):
+            problems.append("%s: %s=%r is not one of %s" % (where, q["variable"], answers[q["variable"]], q.get("choices")))
+    return problems
 
-    The checks follow AWX 24's survey and schedule validation: survey defaults among their
-    choices, schedules' extra data answering their template's survey, rules with a DTSTART in a
-    time zone and an INTERVAL.
+
+def definition_problems(definitions: dict) -> list[str]:
+    """Every problem of the job templates' surveys, the schedules and the inventory source, [] when AWX accepts them all.
+
+    The checks follow AWX 24's survey, launch, schedule and inventory source validation:
+    survey defaults among their choices, every template launchable through the API with no
+    extra vars (no required question), schedules' extra data answering their template's
+    survey, rules with a DTSTART in a time zone and an INTERVAL, no SCM inventory source on a
+    manual project.
 
     Args:
         definitions: the result of ``awx_definitions``, a dict with ``job_templates`` and
-            ``schedules``.
+            ``schedules`` (and optionally ``project`` and ``inventory_source``).
 
     Returns:
-        One message per problem, naming the template or schedule, a list of strings; empty when
-        AWX accepts them all.
+        One message per problem, naming the template, schedule or inventory source, a list of
+        strings; empty when AWX accepts them all.
     """
     templates = {t["name"]: t for t in definitions.get("job_templates", [])}
     problems = [p for t in templates.values() for p in survey_problems(t)]
+    # A person or a script launching through the API passes nothing: the defaults must do.
+    problems += [p for t in templates.values() for p in launch_problems(t)]
+    source, project = definitions.get("inventory_source"), definitions.get("project") or {}
+    if source and source.get("source") == "scm" and project.get("scm_type") == "manual":
+        problems.append("inventory source %r: its project %r is manual, and AWX refuses an SCM inventory source on a "
+                        "manual project ('Cannot use manual project for SCM-based inventory'); give the project a git "
+                        "URL (gpushare_awx_project_scm_url) or make no inventory source" % (source.get("name"), project.get("name")))
     for schedule in definitions.get("schedules", []):
         template = templates.get(schedule.get("unified_job_template"))
         if template is None:
@@ -295,5 +356,6 @@ def launch_extra_vars(template: dict, answers: dict | None = None) -> dict:
     return extra
 
 
-__all__ = ["STAGES", "window_boundaries", "daily_rrule", "job_templates", "window_schedules", "awx_definitions",
-           "survey_problems", "rrule_problems", "schedule_problems", "definition_problems", "launch_extra_vars"]
+__all__ = ["STAGES", "window_boundaries", "daily_rrule", "job_templates", "window_schedules", "project_and_inventory_source",
+           "awx_definitions", "survey_problems", "rrule_problems", "schedule_problems", "launch_problems",
+           "definition_problems", "launch_extra_vars"]

@@ -78,7 +78,7 @@ def test_every_example_inventory_gives_definitions_awx_accepts():
 def test_window_survey_offers_the_plans_windows():
     plan_template = _definitions()["job_templates"][0]
     window = plan_template["survey_spec"]["spec"][0]
-    assert window["variable"] == "gpushare_window" and window["required"] is True
+    assert window["variable"] == "gpushare_window" and window["required"] is False and window["default"] == "auto"
     assert window["choices"] == ["auto", "none", "night"] and window["default"] == "auto"
     assert plan_template["survey_spec"]["spec"][1]["choices"] == ["07:00", "19:00"]
 
@@ -130,9 +130,11 @@ def test_schedule_extra_data_only_survey_variables_and_required_answers():
     night["extra_data"] = {"gpushare_render_only": "true"}
     assert awx.definition_problems(definitions) == [
         "schedule 'gpushare window switch: night at 19:00': extra_data names 'gpushare_render_only', which is not a "
-        "survey variable of 'gpushare window switch' (survey: gpushare_window)",
-        "schedule 'gpushare window switch: night at 19:00': required survey question 'gpushare_window' is not "
-        "answered in extra_data"]
+        "survey variable of 'gpushare window switch' (survey: gpushare_window)"]
+    definitions["job_templates"][3]["survey_spec"]["spec"][0]["required"] = True
+    assert ("schedule 'gpushare window switch: night at 19:00': required survey question 'gpushare_window' is not "
+            "answered in extra_data") in awx.definition_problems(definitions)
+    definitions["job_templates"][3]["survey_spec"]["spec"][0]["required"] = False
     night["extra_data"] = {"gpushare_window": "auto-ish"}
     assert awx.definition_problems(definitions) == [
         "schedule 'gpushare window switch: night at 19:00': gpushare_window='auto-ish' is not one of "
@@ -211,3 +213,72 @@ def test_role_literals_match_the_definitions():
     schedule_task = next(t["awx.awx.schedule"] for t in block if "awx.awx.schedule" in t)
     for schedule in definitions["schedules"]:
         assert set(schedule_task["extra_data"]) == set(schedule["extra_data"])
+
+
+def test_every_template_launches_through_the_api_with_no_extra_vars():
+    """AWX refuses a launch that leaves a required survey question unanswered, default or not
+    (a real AWX 24.6.1 answered awx.awx.job_launch of "gpushare plan" with 400 "'gpushare_window'
+    value missing"): every question is optional and a choice question has a default among its
+    choices, so a launch with nothing passes AWX's check and gets the defaults."""
+    for name in EXAMPLE_NAMES:
+        for template in awx.awx_definitions(build_plan(load_example(name)), SETTINGS)["job_templates"]:
+            for q in template["survey_spec"]["spec"]:
+                assert q["required"] is False, (name, template["name"], q["variable"])
+                if q["variable"] != "gpushare_window_at":      # the only question without a default: "now"
+                    assert q["default"] in q["choices"], (name, template["name"], q["variable"])
+            assert awx.launch_problems(template) == []
+    definitions = _definitions()
+    plan_template = definitions["job_templates"][0]
+    assert awx.launch_extra_vars(plan_template) == {"gpushare_window": "auto"}
+    plan_template["survey_spec"]["spec"][0]["required"] = True
+    assert awx.definition_problems(definitions) == [
+        "job template 'gpushare plan' launched with extra vars none: AWX refuses it, \"'gpushare_window' value "
+        "missing\" (make the question optional with a default)"]
+    assert awx.launch_problems(plan_template, {"gpushare_window": "auto"}) == []
+    assert "is not one of" in awx.launch_problems(plan_template, {"gpushare_window": "dusk"})[0]
+
+
+def test_a_manual_project_gets_no_inventory_source_and_says_how_to_fill_the_inventory():
+    """AWX 24.6.1 refuses an SCM inventory source on a manual project ("Cannot use manual
+    project for SCM-based inventory"), after the execution environment, project and inventory
+    were made: the definitions decide it before any AWX call."""
+    manual = _definitions()
+    assert manual["project"] == {"name": "gpushare", "scm_type": "manual"}
+    assert manual["inventory_source"] is None
+    assert "awx-manage inventory_import --inventory-name gpushare" in manual["notes"][0]
+    assert awx.definition_problems(manual) == []
+    git = awx.awx_definitions(_plan(), dict(SETTINGS, project_scm_url="https://git.example.com/gpushare.git",
+                                            inventory_source_path="inventories/prod/hosts.yml"))
+    assert git["project"]["scm_type"] == "git" and git["notes"] == []
+    assert git["inventory_source"] == {"name": "gpushare from project", "inventory": "gpushare", "source": "scm",
+                                       "source_project": "gpushare", "source_path": "inventories/prod/hosts.yml"}
+    manual["inventory_source"] = git["inventory_source"]
+    assert awx.definition_problems(manual) == [
+        "inventory source 'gpushare from project': its project 'gpushare' is manual, and AWX refuses an SCM inventory "
+        "source on a manual project ('Cannot use manual project for SCM-based inventory'); give the project a git URL "
+        "(gpushare_awx_project_scm_url) or make no inventory source"]
+
+
+def test_role_syncs_the_git_project_only_when_asked_or_changed_with_a_time_limit():
+    """awx.awx 24.6.1's project module (plugins/modules/project.py) polls a sync with no time
+    limit whenever ``wait`` or ``update_project`` is set on a git project (wait_for_project_update
+    loops on the current update and never reads ``timeout``), and with ``update_project`` starts
+    a sync on every run and reports ok. The role's project task sets neither; the sync is
+    project_update's, which honours ``timeout``, and runs when asked or when the project changed.
+    The inventory source task runs only when the definitions have one (never on a manual project)."""
+    import yaml
+    tasks = yaml.safe_load((ROOT / "roles" / "awx" / "tasks" / "main.yml").read_text().replace("!unsafe ", ""))
+    block = next(t for t in tasks if t.get("block") and "awx.awx.project" in str(t["block"]))["block"]
+    first_awx_call = tasks.index(next(t for t in tasks if t.get("block") and "awx.awx.project" in str(t["block"])))
+    projects = [t for t in block if "awx.awx.project" in t]
+    assert len(projects) == 2
+    for task in projects:
+        assert task["awx.awx.project"]["wait"] is False and task["awx.awx.project"].get("update_project", False) is False
+    git_project = next(t for t in projects if t["awx.awx.project"]["scm_type"] == "git")
+    sync = next(t for t in block if "awx.awx.project_update" in t)
+    assert sync["awx.awx.project_update"]["wait"] is True and 0 < sync["awx.awx.project_update"]["timeout"] <= 600
+    assert "awx_project_sync | bool" in sync["when"] and "%s is changed" % git_project["register"] in sync["when"]
+    source = next(t for t in block if "awx.awx.inventory_source" in t)
+    assert source["when"] == "awx_definitions.inventory_source is not none"
+    said = [i for i, t in enumerate(tasks) if "awx_definitions.notes" in str(t.get("ansible.builtin.debug", ""))]
+    assert said and said[0] < first_awx_call
