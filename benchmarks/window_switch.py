@@ -4,7 +4,7 @@
 against the cluster twin, as cron/AWX runs it at a window's boundary.
 
 1. The example day (inventory-examples/four-gpu-server): the base state at 08:00 (not timed),
-   then the 19:00 switch (GPU 3 of gpu01 time-sliced -> whole: node relabelled, MIG Manager
+   then the 19:00 switch (GPU 2 of gpu01 time-sliced -> whole: node relabelled, MIG Manager
    stand-in, Kueue flavors and quotas) and the 07:00 switch back, each timed.
 2. A 100-node plan (the example's server copied to gpu001..gpu100): base, then the 19:00
    switch of all 100 nodes, timed.

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
     DRA, MIG, MODES, MPS, TIMESLICE, WHOLE)
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.day_states import day_states
 
 
 def _mig_line(gpu: dict) -> str:
@@ -43,8 +44,9 @@ def split_table(plan: dict) -> list[str]:
             lines.append("%-10s %-4d %-13s %s" % (node["name"], gpu["index"], gpu["team"] or "(cohort)", gpu_line(gpu)))
     for window in plan["windows"]:
         for g in window["gpus"]:
-            lines.append("%-10s %-4d %-13s window %s-%s: %s" % (
-                g["node"], g["index"], g["team"] or "(cohort)", window["from"], window["until"], MODES[g["mode"]].words))
+            lines.append("%-10s %-4d %-13s window %s %s-%s %s: %s" % (
+                g["node"], g["index"], g["team"] or "(cohort)", window["name"], window["from"], window["until"],
+                plan["cluster"]["timezone"], MODES[g["mode"]].words))
     lines.append("")
     lines.append("%-13s %-9s %s" % ("team", "priority", "nominal quota (ClusterQueue = team name)"))
     for team in plan["teams"]:
@@ -56,9 +58,11 @@ def split_table(plan: dict) -> list[str]:
 
 def report_markdown(plan: dict) -> str:
     out = ["# GPU sharing plan: %s" % plan["cluster"]["name"], ""]
-    out += ["Kubernetes: %s. Kueue cohort: `%s`. Leftover MIG capacity: %s. CPU/memory quota: %s." % (
-        plan["cluster"]["kubernetes_distribution"], plan["cluster"]["cohort"], plan["cluster"]["mig_leftover"],
-        plan["cluster"]["cpu_memory_quota"]), ""]
+    out += ["Kubernetes: %s. Kueue cohort: `%s`. Leftover MIG capacity: %s. CPU/memory quota: %s. "
+            "Sharing windows' times are in %s (`gpushare_policy.timezone`). GPUs are numbered by their "
+            "inventory index, as `nvidia-smi -i` numbers them." % (
+                plan["cluster"]["kubernetes_distribution"], plan["cluster"]["cohort"], plan["cluster"]["mig_leftover"],
+                plan["cluster"]["cpu_memory_quota"], plan["cluster"]["timezone"]), ""]
     out += ["## Servers and GPUs", "", "| server | GPU | model | team | sharing |", "|---|---|---|---|---|"]
     for node in plan["nodes"]:
         for gpu in node["gpus"]:
@@ -72,8 +76,7 @@ def report_markdown(plan: dict) -> str:
     out += ["", "## Teams and quotas", "", "| team | namespaces | priority | nominal quota | lends | borrows |",
             "|---|---|---|---|---|---|"]
     for team in plan["teams"]:
-        quota = "<br>".join("%d `%s` (%s)" % (n, key.split(" ", 1)[1], key.split(" ", 1)[0])
-                            for key, n in team["owns"].items()) or "none"
+        quota = _quota_cell(team["owns"])
         out.append("| %s%s | %s | %d | %s | %s | %s |" % (
             team["name"], " (production)" if team["production"] else "", ", ".join(team["namespaces"]),
             team["priority"], quota, _limit(team["lend"], team["lending_limit"]),
@@ -88,16 +91,43 @@ def report_markdown(plan: dict) -> str:
             where = "queued in `%s`" % w["queue"]
         out.append("| %s | %s | %s | %s | %d x %d GPU | %s |" % (
             w["name"], w["team"], w["kind"], w["sharing"], w["replicas"], w["gpus_per_replica"], where))
-    if plan["windows"]:
-        out += ["", "## Sharing windows", ""]
-        for window in plan["windows"]:
-            gpus = ", ".join("%s GPU %d %s" % (g["node"], g["index"], MODES[g["mode"]].words) for g in window["gpus"])
-            out.append("- **%s** (%s to %s): %s. Node labels and ClusterQueues switch to the window's "
-                       "(manifests/windows/%s.yaml)." % (window["name"], window["from"], window["until"], gpus,
-                                                         window["name"]))
+    out += _states_of_the_day(plan)
     if plan["warnings"]:
         out += ["", "## Warnings", ""] + ["- %s" % w for w in plan["warnings"]]
     return "\n".join(out) + "\n"
+
+
+def _quota_cell(owns: dict) -> str:
+    return "<br>".join("%d `%s` (%s)" % (n, key.split(" ", 1)[1], key.split(" ", 1)[0]) for key, n in owns.items()) or "none"
+
+
+def _states_of_the_day(plan: dict) -> list[str]:
+    """Each state's hours, what changes in it, its quotas and its whole-GPU workloads."""
+    zone = plan["cluster"]["timezone"]
+    windows = {w["name"]: w for w in plan["windows"]}
+    out = ["", "## The day, state by state (times in %s)" % zone, ""]
+    for state in day_states(plan):
+        hours = ", ".join("%s to %s %s" % (a, b, zone) for a, b in state["hours"]) or "all day"
+        if state["window"] is None:
+            out.append("### Base state (%s)" % hours)
+            out += ["", "The GPUs and quotas above, %s." % ("outside every window" if plan["windows"] else "all day")]
+        else:
+            window = windows[state["window"]]
+            gpus = ", ".join("%s GPU %d %s (%s)" % (g["node"], g["index"], MODES[g["mode"]].words, g["team"] or "cohort pool")
+                             for g in window["gpus"])
+            out.append("### Window %s (%s)" % (state["window"], hours))
+            out += ["", "%s. Node labels and ClusterQueues switch to the window's (manifests/windows/%s.yaml)."
+                    % (gpus, state["window"]), "", "| team | nominal quota in this window |", "|---|---|"]
+            out += ["| %s | %s |" % (team, _quota_cell(owns)) for team, owns in state["quotas"].items()]
+        placed = ["%s GPU %d: %s%s" % (node, index, ", ".join(use["workloads"]), _borrowed(use["borrower"]))
+                  for (node, index), use in state["whole"].items() if use["workloads"]]
+        out += ["", "Whole GPUs: %s." % ("; ".join(placed + state["waiting"]) or "none in use")]
+        out.append("")
+    return out[:-1]
+
+
+def _borrowed(borrower) -> str:
+    return " (borrowed by %s)" % borrower if borrower else ""
 
 
 def _limit(allowed: bool, limit) -> str:

@@ -52,7 +52,7 @@ def test_a_mig_config_is_named_by_its_layout():
 
 
 def test_one_card_is_time_sliced_while_its_neighbours_stay_whole_and_mig(day):
-    # The device plugin time-slices per resource name, not per GPU: GPU 3 becomes one
+    # The device plugin time-slices per resource name, not per GPU: GPU 2 becomes one
     # full-size MIG instance whose resource is time-sliced.
     node = day["nodes"][0]
     ts = node["gpus"][2]
@@ -171,7 +171,7 @@ def test_report_and_picture(day):
     assert "1g.18gb@4 classifier" in table and "time-sliced x5" in table
     assert "[production: reclaims at once]" in table
     report = render_report.report_markdown(day)
-    assert "## Sharing windows" in report and "**night** (19:00 to 07:00)" in report
+    assert "## The day, state by state (times in UTC)" in report and "### Window night (19:00 to 07:00 UTC)" in report
     svg = render_svg.render_svg(day)
     assert svg.startswith("<svg") and svg.count("<rect") > 8 and "speech-to-text" in svg
     import xml.dom.minidom
