@@ -118,7 +118,7 @@ def whole_gpu_use(plan: dict, nodes: list[dict]) -> tuple[dict, list[str]]:
             if any(k <= need and mib <= need_mib for k, mib in failed.get(w["team"], [])):
                 left += 1
                 continue
-            chosen = None
+            chosen, best = None, (0, 0)
             for name, (mib, free) in servers.items():
                 if mib < need_mib:
                     continue
@@ -151,9 +151,10 @@ def whole_gpu_use(plan: dict, nodes: list[dict]) -> tuple[dict, list[str]]:
                     if owner is not None:
                         lent[owner] = lent.get(owner, 0) + 1
         if left:
-            waiting.append("%s (%s) waits%s: needs %d whole GPUs on one server; %s has %d free there and %s"
+            waiting.append("%s (%s) waits%s: needs %d whole GPU%s on one server; %s has %d free there and %s"
                            % (w["name"], w["team"], "" if left == w["replicas"] else " (%d of %d replicas)" % (left, w["replicas"]),
-                              need, w["team"], best[0], "can borrow %d" % best[1] if team["borrow"] else "does not borrow"))
+                              need, "s" if need > 1 else "", w["team"], best[0],
+                              "can borrow %d" % best[1] if team["borrow"] else "does not borrow"))
     return use, waiting
 
 

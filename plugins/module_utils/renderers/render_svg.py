@@ -11,6 +11,7 @@ Text is black or white, whichever contrasts more with the bar behind it (stripes
 
 from __future__ import annotations
 
+import textwrap
 from functools import lru_cache
 from html import escape
 
@@ -26,6 +27,7 @@ UNCUT_COLOUR = "#dddddd"
 STRIPE_WHITE = 0.25            # opacity of the white stripes over a shared GPU's bar
 BAR_X, BAR_W, ROW_H, GAP, NOTE_H = 170, 640, 36, 8, 16
 WIDTH = BAR_X + BAR_W + 40
+NOTE_CHARS = int((WIDTH - BAR_X - 40) / 6.2)    # 11px sans-serif is about 6.2 px a character
 
 
 def _colours(plan: dict) -> dict:
@@ -159,6 +161,7 @@ def _panel(canvas: _Canvas, plan: dict, state: dict, y: float) -> float:
         model = CATALOG[node["model"]]
         notes = ["DRA claims go to these devices: %s" % dra_claims] if node["dra"] else []
         notes += state["waiting"] if node is state["nodes"][-1] else []
+        notes = [line for note in notes for line in textwrap.wrap(note, NOTE_CHARS, subsequent_indent="  ")]
         height = len(node["gpus"]) * (ROW_H + GAP) + 30 + NOTE_H * len(notes)
         canvas.parts.append('<rect x="10" y="%.1f" width="%d" height="%d" rx="6" fill="#f7f7f7" stroke="#999"/>'
                             % (y, WIDTH - 20, height))

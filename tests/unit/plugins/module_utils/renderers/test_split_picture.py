@@ -78,6 +78,9 @@ def test_picture_names_every_workload_gpu_state_and_time_zone(name, tmp_path):
     root = ET.fromstring(svg)
     assert image.size == (int(float(root.get("width"))), int(float(root.get("height"))))
     colours = {colour for _, colour in image.getcolors(maxcolors=image.width * image.height)}
+    # Nothing runs past the panels' right edge (a cut or overflowing label would).
+    margin = image.crop((image.width - 8, 0, image.width, image.height))
+    assert {colour for _, colour in margin.getcolors(maxcolors=margin.width * margin.height)} == {(255, 255, 255)}, name
     teams_with_gpus = {g["team"] for n in inventory["gpushare_nodes"].values() for g in n.get("gpus", []) if g.get("team")}
     legend = {"".join(t.itertext()): r.get("fill") for r, t in _legend_entries(root)}
     assert teams_with_gpus <= set(legend)
