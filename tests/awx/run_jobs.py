@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT / ".collections") not in sys.path:
     sys.path.insert(0, str(ROOT / ".collections"))
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.awx.awx_schedules import launch_extra_vars  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.awx.awx_schedules import launch_extra_vars, launch_problems  # noqa: E402
 
 
 def project_files() -> list[str]:
@@ -155,8 +155,9 @@ def main(argv=None) -> int:
     args.work.mkdir(parents=True, exist_ok=True)
     inventory = awx_inventory(args.inventory)
     jobs = [
-        # A person launches the plan template, answering the survey: auto, at the window's start.
-        ("plan", templates["plan"], {"gpushare_window": "auto", "gpushare_window_at": schedule["at"]}, "run",
+        # The plan template launched through the API with only the preview time: the window
+        # question is left to its default (auto), as AWX gives an optional question.
+        ("plan", templates["plan"], {"gpushare_window_at": schedule["at"]}, "run",
          {"args": ["playbooks/plan.yml", "/runner/inventory/hosts.json"],
           "lines": ["Sharing window in force at %s %s: %s" % (schedule["at"], zone, span)], "roles": []}),
         # The GPU stack in check mode, render only, with the schedule's extra data.
@@ -167,6 +168,7 @@ def main(argv=None) -> int:
     ]
     problems = []
     for name, template, answers, job_type, expect in jobs:
+        problems.extend(launch_problems(template, answers))      # what AWX would answer 400 to
         pdd = private_data_dir(args.work, template, answers, job_type)
         status, events, command, seconds = run_job(pdd, template["playbook"], inventory, args.image)
         found = check_job(name, status, events, command, expect)
