@@ -5,4 +5,6 @@
 # Go module proxy (GOPROXY), and fails without them.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# The split picture is rendered to PNG (cairosvg), which loads the system's Cairo library.
+ldconfig -p | grep -q 'libcairo\.so\.2' || { apt-get update -qq && apt-get install -y -qq libcairo2 >/dev/null; }
 python -m pytest tests/unit -q -p no:cacheprovider
