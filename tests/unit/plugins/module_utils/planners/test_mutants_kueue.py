@@ -145,3 +145,15 @@ def test_without_a_production_team_nobody_reclaims_with_any():
     assert plan["production_team"] is None
     assert all(q["spec"]["preemption"]["reclaimWithinCohort"] == "LowerPriority"
                for q in _objects(plan, "ClusterQueue").values())
+
+
+def test_priority_classes_carry_kueue_fields_only():
+    for priority_class in _objects(_plan(), "WorkloadPriorityClass").values():
+        assert sorted(priority_class) == ["apiVersion", "description", "kind", "metadata", "value"]
+
+
+def test_a_production_team_alone_preempts_no_borrower_above_priority_0():
+    # No other team: no borrower priority to protect, and the threshold stays an integer (the CRD's type).
+    plan = plan_kueue(TEAMS[:1], POLICY, [c for c in CAPACITIES if c.team == "prod"], {}, LABELS, False)
+    borrow = _objects(plan, "ClusterQueue")["prod"]["spec"]["preemption"]["borrowWithinCohort"]
+    assert borrow == {"policy": "LowerPriority", "maxPriorityThreshold": 0}
