@@ -112,10 +112,11 @@ def test_the_cohort_owns_the_gpu_no_team_owns_and_the_priorities_are_the_teams()
     assert sorted(flavors) == ["h200-mig", "h200-whole", "l40s-whole"]
     assert flavors["h200-whole"]["spec"] == {"nodeLabels": {"k": "whole", "m": "h200"},
                                              "tolerations": [names.GPU_TOLERATION]}
-    assert sorted((o["metadata"]["namespace"], o["spec"]["clusterQueue"])
+    # A LocalQueue is named after its team in each of the team's namespaces.
+    assert sorted((o["metadata"]["namespace"], o["metadata"]["name"], o["spec"]["clusterQueue"])
                   for o in plan["objects"] if o["kind"] == "LocalQueue") == [
-        ("interns-a", "interns"), ("interns-b", "interns"), ("prod-a", "prod"), ("prod-b", "prod"),
-        ("research-a", "research"), ("research-b", "research")]
+        ("interns-a", "interns", "interns"), ("interns-b", "interns", "interns"), ("prod-a", "prod", "prod"),
+        ("prod-b", "prod", "prod"), ("research-a", "research", "research"), ("research-b", "research", "research")]
     assert plan["configuration"]["resources"] == {"quotaCheckStrategy": "IgnoreUndeclared"}
 
 
@@ -157,3 +158,20 @@ def test_a_production_team_alone_preempts_no_borrower_above_priority_0():
     plan = plan_kueue(TEAMS[:1], POLICY, [c for c in CAPACITIES if c.team == "prod"], {}, LABELS, False)
     borrow = _objects(plan, "ClusterQueue")["prod"]["spec"]["preemption"]["borrowWithinCohort"]
     assert borrow == {"policy": "LowerPriority", "maxPriorityThreshold": 0}
+
+
+def test_a_team_lends_only_from_pools_it_owns():
+    # vision may lend 1 GPU and owns 1 L40S: it lends that one, and nothing of the H200 pool it does not own.
+    teams = (TEAMS[0], _team("vision", 10, lending_limit=1))
+    capacities = [Capacity("h200-whole", "h200-141gb", GPU, "prod", 4), Capacity("l40s-whole", "l40s", GPU, "vision", 1)]
+    plan = plan_kueue(teams, POLICY, capacities, {}, LABELS, False)
+    assert _objects(plan, "ClusterQueue")["vision"]["spec"]["resourceGroups"] == [
+        {"coveredResources": [GPU], "flavors": [
+            {"name": "h200-whole", "resources": [_quota(GPU, 0, lendingLimit=0)]},
+            {"name": "l40s-whole", "resources": [_quota(GPU, 1, lendingLimit=1)]}]}]
+
+
+def test_the_manager_configuration_is_kueues_v1beta2_configuration():
+    config = _plan()["configuration"]
+    assert (config["apiVersion"], config["kind"]) == ("config.kueue.x-k8s.io/v1beta2", "Configuration")
+    assert {"batch/job", "pod", "kubeflow.org/pytorchjob"} <= set(config["integrations"]["frameworks"])
