@@ -44,6 +44,8 @@ def test_a_card_without_mig_has_no_profile():
                                       (1536, 1.5), (2048, 2), (9600, 9.5)])
 def test_memory_rounds_up_to_half_a_gib(mib, gib):
     assert rules._gib_up(mib) == gib
+    # Whole GiB stay integers, as a person writes them in the inventory (2, not 2.0).
+    assert isinstance(rules._gib_up(mib), int) == (gib == int(gib))
 
 
 def test_a_small_service_gets_the_smallest_slice_with_its_memory():
@@ -74,6 +76,17 @@ def test_a_flat_line_high_on_the_card_is_a_reservation_taken_as_it_is():
     # Not flat (5th percentile 90000 < 97000): a measured peak, plus 20 %.
     out = _choose(_features(memory_peak_mib=100000.0, memory_p5_mib=90000.0))
     assert not out["reservation"] and out["memory_need_mib"] == 120000
+    # Flat but low (10000 MiB < 60 % of the card): a measured need, plus 20 %.
+    out = _choose(_features(memory_peak_mib=10000.0, memory_p5_mib=9900.0))
+    assert not out["reservation"] and out["memory_need_mib"] == 12000
+
+
+def test_no_memory_samples_and_no_mig_slice_to_bound_it_is_not_enough_data():
+    assert _choose(_features(memory_known=False))["status"] == "not_enough_data"
+
+
+def test_the_compute_note_names_the_percentile_and_the_figure():
+    assert _choose(_features())["compute_note"] == "p95 of activity 0.10 of a GPU"
 
 
 def test_notebooks_share_cards_by_memory():
@@ -102,3 +115,10 @@ def test_more_than_a_slice_short_of_the_card_is_a_whole_card():
     # 0.95 of a GPU: only 7g.141gb (7/7) holds it, and that is the whole card.
     out = _choose(_features(compute=0.95))
     assert (out["rule"], out["sharing"], out["gpus"]) == ("no-slice-fits", "whole", 1)
+
+
+def test_a_whole_card_run_asks_for_no_more_memory_than_the_card_has():
+    # 119750 MiB + 20 % = 143700 MiB: one H200 (143771 MiB); 143700 / 512 = 280.7 -> 281 half GiB = 140.5 GiB,
+    # more than the card's int(143771 / 1024) = 140 GiB, so 140.
+    out = _choose(_features(memory_peak_mib=119750.0, memory_p5_mib=2000.0), kind="training")
+    assert (out["gpus"], out["memory_gib"]) == (1, 140)
