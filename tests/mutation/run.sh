@@ -15,6 +15,7 @@
 #                       '*__mutmut_*7' is a one-in-ten sample of every function's mutants)
 #   MUTMUT_RESUME=1     keep earlier results (only mutants without one run)
 #   MUTMUT_CHILDREN=N   workers (default 1: the development machine is shared)
+#   MUTMUT_TIME_LIMIT=S stop each module's run after S seconds (mutmut keeps what it has tried)
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MUTMUT=${MUTMUT:-mutmut}
@@ -34,7 +35,7 @@ declare -A TESTS=(
     [renderers/kueue_config]="$M/renderers/test_kueue_config.py $M/planners/test_kueue_quotas.py"
     [advisor/rules]="$M/advisor/test_advisor_rules.py $M/advisor/test_usage_advisor.py $M/advisor/test_mutants_rules.py"
     [planners/plan]="$M/planners/test_plan.py $M/planners/test_sharing_windows.py $M/planners/test_mps.py
-        $M/planners/test_changes.py $M/planners/test_kueue_quotas.py"
+        $M/planners/test_changes.py $M/planners/test_kueue_quotas.py $M/planners/test_mutants_plan.py"
     [planners/mig_planner]="$M/planners/test_mig_planner.py $M/planners/test_mig_strategy.py"
     [advisor/proposal]="$M/advisor/test_advisor_rules.py $M/advisor/test_usage_advisor.py $M/advisor/test_advisor_pooling.py"
     [advisor/usage_advisor]="$M/advisor/test_usage_advisor.py $M/advisor/test_advisor_rules.py
@@ -64,7 +65,9 @@ run_module() {
     set +f
     start=$(date +%s)
     # Lowest priority: the machine is shared.
-    (cd "$stage" && nice -n 19 "$MUTMUT" run --max-children "${MUTMUT_CHILDREN:-1}" ${mutants[@]+"${mutants[@]}"}) \
+    local limit=()
+    [[ -z "${MUTMUT_TIME_LIMIT:-}" ]] || limit=(timeout -s INT "$MUTMUT_TIME_LIMIT")
+    (cd "$stage" && ${limit[@]+"${limit[@]}"} nice -n 19 "$MUTMUT" run --max-children "${MUTMUT_CHILDREN:-1}" ${mutants[@]+"${mutants[@]}"}) \
         > "$stage/run.log" 2>&1 || status=$?
     (cd "$stage" && "$MUTMUT" results --all true) > "$stage/results.txt" 2>&1 || true
     python3 - "$module" "$stage/results.txt" "$(( $(date +%s) - start ))" "$status" <<'PY'
