@@ -32,7 +32,8 @@ declare -A TESTS=(
         $M/renderers/test_render_helm.py test_advertised_from_manifests.py $M/planners/test_mutants_sharing.py"
     [planners/kueue_quotas]="$M/planners/test_kueue_quotas.py $M/planners/test_plan.py $M/renderers/test_kueue_config.py
         $M/planners/test_mutants_kueue.py"
-    [renderers/kueue_config]="$M/renderers/test_kueue_config.py $M/planners/test_kueue_quotas.py"
+    [renderers/kueue_config]="$M/renderers/test_kueue_config.py $M/planners/test_kueue_quotas.py
+        $M/renderers/test_mutants_kueue_config.py"
     [advisor/rules]="$M/advisor/test_advisor_rules.py $M/advisor/test_usage_advisor.py $M/advisor/test_mutants_rules.py"
     [planners/plan]="$M/planners/test_plan.py $M/planners/test_sharing_windows.py $M/planners/test_mps.py
         $M/planners/test_changes.py $M/planners/test_kueue_quotas.py $M/planners/test_mutants_plan.py"
