@@ -100,6 +100,10 @@ def test_notebooks_share_cards_by_memory():
     # 200 tiny notebooks: one card holds their memory, the inventory caps replicas at 64.
     out = _choose(_features(model="l40s", capacity_mib=46068.0, replicas=200, memory_peak_mib=100.0), kind="notebook")
     assert (out["replicas"], out["pool_gpus"], out["gpu_replicas"]) == (200, 1, 64)
+    # On a card the catalogue does not know, each notebook's memory is all that is known of a card:
+    # 5 notebooks -> 5 cards, and still 2 replicas a card (the least time-slicing takes).
+    out = _choose(_features(model=None, replicas=5), kind="notebook")
+    assert (out["pool_gpus"], out["gpu_replicas"]) == (5, 2)
 
 
 def test_training_gets_as_many_whole_cards_as_its_memory_needs():
