@@ -126,3 +126,18 @@ def test_a_whole_card_run_asks_for_no_more_memory_than_the_card_has():
     # more than the card's int(143771 / 1024) = 140 GiB, so 140.
     out = _choose(_features(memory_peak_mib=119750.0, memory_p5_mib=2000.0), kind="training")
     assert (out["gpus"], out["memory_gib"]) == (1, 140)
+
+
+def test_a_slice_is_never_given_more_memory_than_it_has():
+    # 27500 MiB + 20 % = 33000 MiB -> 1g.35gb (33024 MiB = 32.25 GiB); 33000 / 512 = 64.5 -> 65 half GiB = 32.5,
+    # more than the slice, so 32.25.
+    out = _choose(_features(memory_peak_mib=27500.0))
+    assert (out["mig_profile"], out["memory_gib"]) == ("1g.35gb", 32.25)
+
+
+def test_thresholds_are_at_least():
+    # Each notebook threshold exactly met (Settings: "at least"): a notebook.
+    notebook = _features(presence=0.5, idle_share=0.5, idle_memory_mib=512.0, active_share=0.02, day_concentration=0.9)
+    assert rules.detect_kind(notebook)[0] == "notebook"
+    # At its limit exactly 5 % of the time (saturated_share: "at least"): the next larger compute.
+    assert _choose(_features(saturated_share=0.05, saturated_fraction=1 / 7))["mig_profile"] == "2g.35gb"
