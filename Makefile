@@ -8,7 +8,7 @@ INVENTORY ?= inventory-examples/four-gpu-server
 PLAN_DIR ?= build/plan
 COLLECTION_LINK := .collections/ansible_collections/gpushare/cluster
 
-.PHONY: demo test venv dev-venv collection-link unit sanity lint clean build
+.PHONY: demo test venv dev-venv collection-link unit sanity lint clean build mutation
 
 demo: venv collection-link
 	$(BIN)/ansible-playbook -i $(INVENTORY) playbooks/plan.yml -e gpushare_plan_dir=$(abspath $(PLAN_DIR))
@@ -39,6 +39,11 @@ build: venv
 
 unit: dev-venv collection-link
 	PATH=$(abspath $(BIN)):$$PATH tests/suites/10-unit.sh
+
+# Mutation testing of the planners, the Kueue renderer and the advisor (docs/testing.md,
+# "Mutation testing"). Slow, so not part of `make test`. MODULES="planners/plan ..." narrows it.
+mutation: dev-venv
+	PATH=$(abspath $(BIN)):$$PATH tests/mutation/run.sh $(MODULES)
 
 clean:
 	rm -rf build .collections .pytest_cache .hypothesis
