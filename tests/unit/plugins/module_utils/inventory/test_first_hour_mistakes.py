@@ -156,7 +156,7 @@ def test_a_misspelt_variable_is_named_instead_of_its_follow_on_errors():
     with pytest.raises(PlanInvalid) as caught:
         load_inventory(v, ["gpushare_team", "gpushare_workloads", "gpushare_policy", "gpushare_plan_dir"])
     assert [str(p) for p in caught.value.problems] == [
-        "gpushare_team: unknown variable; allowed: the gpushare_* variables of docs/roles.md. "
+        "gpushare_team: unknown variable; allowed: the gpushare_* variables listed in docs/roles.md (Variables). "
         "Did you mean 'gpushare_teams'?"]
 
 
