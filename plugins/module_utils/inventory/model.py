@@ -136,7 +136,7 @@ EXPECTED = {
             "at most 63 characters",
     "team": "the name of a team in gpushare_teams",
     "kind": ", ".join(WORKLOAD_KINDS),
-    "gpu_model": "a GPU model of the catalogue, e.g. h200-141gb, h100-80gb, a100-80gb, l40s",
+    "gpu_model": "a GPU model of the catalogue, e.g. h200-141gb, h100-80gb, a100-80gb, l40s (all: docs/gpu-models.md)",
     "gpu_count": "1..16",
     "from": 'a quoted time of day "HH:MM" (00:00 to 23:59)',
     "until": 'a quoted time of day "HH:MM" (00:00 to 23:59)',
@@ -349,11 +349,14 @@ def _items(problems: Problems, path: str, value, required: bool = True) -> list:
 
 
 def _model(problems: Problems, path: str, name) -> str | None:
+    if isinstance(name, int) and not isinstance(name, bool) and gpu_catalog.lookup_pci(name):
+        return gpu_catalog.lookup_pci(name).key      # YAML reads an unquoted 0x2335 as a number
     if not isinstance(name, str) or not name:
         problems.add(path, "must name a GPU model", name, EXPECTED["gpu_model"],
                      "Run nvidia-smi -L on the server to see its model")
         return None
-    model = gpu_catalog.lookup(name)
+    # A name, else a PCI device id ("0x2335"), as the example inventories and docs/gpu-models.md say.
+    model = gpu_catalog.lookup(name) or gpu_catalog.lookup_pci(name)
     if model is None:
         guesses = gpu_catalog.suggest(name)
         ambiguous = gpu_catalog.is_ambiguous(name)

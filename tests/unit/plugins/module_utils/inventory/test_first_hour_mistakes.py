@@ -187,3 +187,20 @@ def test_hardware_isolation_with_a_device_request_is_refused():
                                     "device_request": {"min_memory_gib": 10}})
     p = problems_of(v)["gpushare_workloads[6].isolation"]
     assert "contradicts the device_request" in p.message and p.value == "hardware"
+
+
+def test_the_letter_o_for_a_zero_gets_a_suggestion():
+    """The README's example: h2OO (letters) for h200 was refused without a suggestion."""
+    v = example_day()
+    v["gpushare_nodes"]["gpu01"]["gpu_model"] = "h2OO"
+    p = problems_of(v)[NODE + ".gpu_model"]
+    assert p.hint.startswith("Did you mean 'h200-141gb'")
+
+
+@pytest.mark.parametrize("written", ["0x2335", 0x2335, "10de:2335"])
+def test_a_pci_id_names_the_model_as_the_example_inventory_says(written):
+    """host_vars/gpu01.yml says 'catalogue name, alias or PCI ID: h200, "NVIDIA H200", 0x2335';
+    YAML reads 0x2335 unquoted as the number 9013. NVIDIA's PCI id list gives 0x2335 for the H200."""
+    v = example_day()
+    v["gpushare_nodes"]["gpu01"]["gpu_model"] = written
+    assert build_plan(v)["nodes"][0]["model"] == "h200-141gb"
