@@ -75,7 +75,8 @@ options:
       - 'Each entry of C(gpus) has C(index) (0..gpu_count-1; required), C(model), C(mode)
         (auto, whole, mig, timeslice, mps), C(team), C(replicas), C(mig_layout) (profile to
         count) and C(schedule), a list of windows with C(name), C(from) and C(until)
-        (quoted C("HH:MM")), C(mode), C(team) and C(replicas).'
+        (quoted C("HH:MM")), C(mode), C(team) and C(replicas). A window changes the mode, or keeps
+        it and changes the team or the replicas (not of a MIG GPU); see docs/sharing-windows.md.'
       - A dict; the planner checks its shape and names the inventory path.
     type: raw
     required: true
