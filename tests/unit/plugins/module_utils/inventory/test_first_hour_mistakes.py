@@ -59,6 +59,14 @@ def test_a_team_that_borrows_is_warned_with_the_numbers():
            "at once (fine-tune (3 x 2))" in warnings
 
 
+def test_what_may_be_borrowed_follows_the_lenders_lending_limit():
+    v = example_day()
+    workload(v, "fine-tune")["replicas"] = 3          # 6 GPUs; training owns 1
+    v["gpushare_teams"][0]["lending_limit"] = 0       # production lends none of its one whole GPU
+    assert "team training wants 6 whole GPUs on h200-141gb but owns 1 and may borrow at most 0: 5 can never run " \
+           "at once (fine-tune (3 x 2))" in build_plan(v)["warnings"]
+
+
 def test_shared_replicas_of_a_team_that_does_not_borrow():
     v = example_day()
     gpu(v, 2)["team"] = "training"                    # the five time-sliced replicas now belong to training
