@@ -11,7 +11,7 @@ COLLECTION_LINK := .collections/ansible_collections/gpushare/cluster
 .PHONY: demo test venv dev-venv collection-link unit sanity lint clean build mutation
 
 demo: venv collection-link
-	$(BIN)/ansible-playbook -i $(INVENTORY) playbooks/plan.yml -e gpushare_plan_dir=$(abspath $(PLAN_DIR))
+	$(BIN)/ansible-playbook -i $(INVENTORY)/hosts.yml playbooks/plan.yml -e gpushare_plan_dir=$(abspath $(PLAN_DIR))
 
 test: dev-venv collection-link
 	PATH=$(abspath $(BIN)):$$PATH tests/run-all.sh

@@ -13,9 +13,11 @@ short_description: The directory where the collection writes on the controller
 description:
   - C(gpushare_artifacts_dir) when it is set.
   - Otherwise C(<inventory>/artifacts), as Kubespray's C({{ inventory_dir }}/artifacts), where
-    C(<inventory>) is the directory of the inventory of the host the lookup runs for, or of the
-    inventory's first host when that host has none (the implicit localhost, where the GPU stack
-    roles run), or the playbook's directory when there is no inventory at all.
+    C(<inventory>) is the directory of the inventory of the host the lookup runs for; for a host
+    that has none (the implicit localhost, where the GPU stack roles run) the first inventory
+    source given with C(-i) (the directory itself, or the directory of the file), else the
+    directory of the inventory's first host; the playbook's directory when the inventory has
+    no host at all.
   - Never the collection's own folder when there is an inventory, which an installed collection
     shares between inventories (plan files, rendered files, kubeconfigs, the Grafana password).
   - Takes no terms.
@@ -33,6 +35,8 @@ _raw:
   type: list
   elements: path
 """
+
+import os
 
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
@@ -53,9 +57,20 @@ class LookupModule(LookupBase):
 
 
 def _inventory_dir(variables):
-    """This host's inventory directory, else that of the inventory's first host (the implicit
-    localhost belongs to no inventory source)."""
+    """This host's inventory directory, else that of the first inventory source (the implicit
+    localhost belongs to no inventory source), else that of the inventory's first host.
+
+    Not the first host first: with ``-i <directory>`` Ansible also reads the artifacts of an
+    earlier run inside it, and a host it makes of them would put the artifacts in
+    ``<directory>/artifacts/artifacts``."""
     if variables.get("inventory_dir"):
         return variables["inventory_dir"]
     hosts = (variables.get("groups") or {}).get("all") or []
-    return variables["hostvars"][hosts[0]].get("inventory_dir") if hosts else None
+    if not hosts:
+        return None
+    for source in variables.get("ansible_inventory_sources") or []:
+        if os.path.isdir(source):
+            return source
+        if os.path.isfile(source):
+            return os.path.dirname(source)
+    return variables["hostvars"][hosts[0]].get("inventory_dir")

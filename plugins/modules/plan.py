@@ -27,10 +27,10 @@ requirements:
 options:
   teams:
     description:
-      - The teams, as in C(gpushare_teams). Keys are checked by the planner, which names the
-        inventory path, the bad value and what is allowed (unknown keys included).
-    type: list
-    elements: dict
+      - The teams, as in C(gpushare_teams), a list of dicts with the keys below. Keys and shapes are
+        checked by the planner, which names the inventory path, the bad value and what is allowed
+        (unknown keys and a dict where a list belongs included), so this option takes any value.
+    type: raw
     required: true
     suboptions:
       name:
@@ -75,13 +75,15 @@ options:
       - 'Each entry of C(gpus) has C(index) (0..gpu_count-1; required), C(model), C(mode)
         (auto, whole, mig, timeslice, mps), C(team), C(replicas), C(mig_layout) (profile to
         count) and C(schedule), a list of windows with C(name), C(from) and C(until)
-        (quoted C("HH:MM")), C(mode), C(team) and C(replicas).'
-    type: dict
+        (quoted C("HH:MM")), C(mode), C(team) and C(replicas). A window changes the mode, or keeps
+        it and changes the team or the replicas (not of a MIG GPU); see docs/sharing-windows.md.'
+      - A dict; the planner checks its shape and names the inventory path.
+    type: raw
     required: true
   workloads:
-    description: Services and workloads, as in C(gpushare_workloads).
-    type: list
-    elements: dict
+    description: Services and workloads, as in C(gpushare_workloads), a list of dicts with the keys below
+      (the planner checks the shape and names the inventory path).
+    type: raw
     default: []
     suboptions:
       name:
@@ -132,8 +134,9 @@ options:
             type: float
             required: true
   policy:
-    description: Cluster-wide choices, as in C(gpushare_policy).
-    type: dict
+    description: Cluster-wide choices, as in C(gpushare_policy), a dict with the keys below (the planner
+      checks the shape and names the inventory path).
+    type: raw
     default: {}
     suboptions:
       cluster_name:
@@ -178,6 +181,15 @@ options:
       gpu_prices:
         description: Price per GPU model and hour, for the reports.
         type: dict
+  defined_variables:
+    description:
+      - The names of the variables the inventory defines (C(query('ansible.builtin.varnames', '^gpushare_'))).
+        A C(gpushare_*) name the collection does not read fails the run, naming it with the closest known
+        name, before any other problem (a misspelt C(gpushare_team) would otherwise show only as the
+        errors of a missing C(gpushare_teams)).
+    type: list
+    elements: str
+    default: []
   gpu_operator_namespace:
     description: Namespace of the GPU Operator, where its ConfigMaps are written.
     type: str
@@ -339,10 +351,13 @@ except ImportError:
 def main():
     module = AnsibleModule(
         argument_spec=dict(
-            teams=dict(type='list', elements='dict', required=True),
-            nodes=dict(type='dict', required=True),
-            workloads=dict(type='list', elements='dict', default=[]),
-            policy=dict(type='dict', default={}),
+            # raw: Ansible's own conversion would refuse a wrong shape without the inventory
+            # path; the planner checks every shape and names the path (model.load_inventory).
+            teams=dict(type='raw', required=True),
+            nodes=dict(type='raw', required=True),
+            workloads=dict(type='raw', default=[]),
+            policy=dict(type='raw', default={}),
+            defined_variables=dict(type='list', elements='str', default=[]),
             gpu_operator_namespace=dict(type='str', default=GPU_OPERATOR_NAMESPACE),
             window=dict(type='str', default='auto'),
             at=dict(type='str'),
@@ -362,7 +377,7 @@ def main():
     previous = module.params['previous'] or (
         os.path.join(module.params['dest'], 'plan.json') if module.params['dest'] else None)
     try:
-        plan, changes = plan_and_changes(variables, read_previous(module, previous))
+        plan, changes = plan_and_changes(variables, read_previous(module, previous), module.params['defined_variables'])
     except PlanInvalid as invalid:
         module.fail_json(msg=str(invalid), problems=[p.as_dict() for p in invalid.problems])
     except PreviousPlanError as err:

@@ -104,7 +104,8 @@ options:
     description:
       - The inventory directory. When given, the returned C(files) hold a complete copy of it
         under C(inventory/) with the proposal in place of C(gpushare_workloads) and each host's
-        C(gpushare_node), so C(ansible-playbook -i <dir>/inventory playbooks/plan.yml) plans it.
+        C(gpushare_node), so C(ansible-playbook -i <dir>/inventory/hosts.yml playbooks/plan.yml) plans it
+        (pass the inventory file, as Ansible reads every file of a directory given with C(-i) as inventory).
     type: path
   memory_headroom:
     description: Memory needed is the peak times (1 + this).

@@ -144,7 +144,10 @@ def test_a_bad_distribution_fails_in_the_planner_before_any_host(tmp_path):
     rc, result, err = run_playbook("kubernetes.yml", inventory / "hosts.yml", "-e", "gpushare_window=none")
     assert rc != 0
     runs = plan_runs(result)
-    assert len(runs) == 1 and runs[0]["failed"]
+    assert len(runs) == 1 and "plan" not in runs[0]
+    stops = [task["hosts"]["localhost"] for play in result["plays"] for task in play["tasks"]
+             if task["task"]["name"].endswith("Stop on the problems above")]
+    assert [stop["failed"] for stop in stops] == [True]
     assert [p["path"] for p in runs[0]["problems"]] == ["gpushare_policy.kubernetes_distribution"]
     assert "(got 'k3s'); allowed: kubeadm, microk8s" in runs[0]["msg"]
     assert set(result["stats"]) == {"localhost"}, "a host was contacted although the plan failed"

@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from inventories import EXAMPLE_NAMES, EXAMPLES, ROOT
-from playbooks import run_playbook
+from playbooks import run_playbook, run_playbook_text
 
 
 def run_plan(inventory: Path, plan_dir: Path, *extra: str) -> tuple[int, dict, str]:
@@ -22,6 +22,18 @@ def plan_task(result) -> dict:
     """The plan module's result on localhost."""
     task = next(t for t in result["plays"][0]["tasks"] if t["task"]["name"].endswith("Compute the plan from the inventory"))
     return task["hosts"]["localhost"]
+
+
+def stop_task(result) -> dict:
+    """The task that stops a failed plan, after the one that printed its problems."""
+    task = next(t for t in result["plays"][0]["tasks"] if t["task"]["name"].endswith("Stop on the problems above"))
+    return task["hosts"]["localhost"]
+
+
+def printed_problems(result) -> list[str]:
+    task = next(t for t in result["plays"][0]["tasks"] if t["task"]["name"].endswith("The problems found "
+                                                                                     "(nothing was rendered or applied)"))
+    return task["hosts"]["localhost"]["msg"]
 
 
 def changed(result) -> int:
@@ -117,7 +129,7 @@ def test_a_bad_inventory_fails_naming_the_path_and_writes_nothing(tmp_path):
     rc, result, err = run_plan(inventory, plan_dir)
     assert rc != 0
     task = plan_task(result)
-    assert task["failed"]
+    assert stop_task(result)["failed"]
     paths = {p["path"] for p in task["problems"]}
     assert paths == {"gpushare_teams[0].borrow", "hostvars[gpu01].gpushare_node.gpu_model"}
     assert "nothing was rendered or applied" in task["msg"] and "Traceback" not in task["msg"]
@@ -139,3 +151,59 @@ def test_a_gpu_host_without_host_vars_gets_the_planners_message(tmp_path):
     problem = next(p for p in task["problems"] if p["path"] == "hostvars[gpu02].gpushare_node")
     assert "host_vars/gpu02.yml" in problem["hint"]
     assert "HostVarsVars" not in task["msg"]
+
+
+def test_a_misspelt_variable_is_named_alone(tmp_path):
+    inventory = tmp_path / "inventory"
+    shutil.copytree(EXAMPLES / "four-gpu-server", inventory)
+    teams = inventory / "group_vars" / "all" / "teams.yml"
+    teams.write_text(teams.read_text().replace("gpushare_teams:", "gpushare_team:"))
+    rc, result, err = run_plan(inventory, tmp_path / "plan")
+    assert rc != 0
+    assert [p["path"] for p in plan_task(result)["problems"]] == ["gpushare_team"]
+    assert "Did you mean 'gpushare_teams'?" in printed_problems(result)[1]
+
+
+@pytest.mark.parametrize("file, edit, path", [
+    # a dict where the list of teams belongs: Ansible's argument spec refused it without a path
+    ("teams.yml", lambda text: "gpushare_teams: {name: production}\n", "gpushare_teams"),
+    ("teams.yml", lambda text: text.replace("members: [ml-engineers]", "members: {ml: engineers}"),
+     "gpushare_teams[2].members"),
+    ("policy.yml", lambda text: "gpushare_policy: [kubeadm]\n", "gpushare_policy"),
+])
+def test_a_wrong_shape_names_the_inventory_path(tmp_path, file, edit, path):
+    inventory = tmp_path / "inventory"
+    shutil.copytree(EXAMPLES / "four-gpu-server", inventory)
+    target = inventory / "group_vars" / "all" / file
+    target.write_text(edit(target.read_text()))
+    rc, result, err = run_plan(inventory, tmp_path / "plan")
+    assert rc != 0
+    problems = plan_task(result).get("problems") or []
+    assert path in [p["path"] for p in problems], plan_task(result)
+
+
+def test_a_directory_given_with_i_after_a_first_run_names_the_right_path_once(tmp_path):
+    """-i <directory> after a run with -i <directory>/hosts.yml: Ansible reads the plan files of
+    that run as inventory; the refusal names <directory>/artifacts (it said
+    .../artifacts/artifacts) and, with the default output, each line is printed once (the
+    [ERROR] lines and the result repeated every failure)."""
+    inventory = tmp_path / "inventory"
+    shutil.copytree(EXAMPLES / "four-gpu-server", inventory)
+    assert run_playbook("plan.yml", inventory / "hosts.yml")[0] == 0
+    rc, out = run_playbook_text("plan.yml", inventory)
+    assert rc != 0
+    line = "The plan files would go to %s/artifacts, inside the inventory directory %s given with -i" % (
+        inventory, inventory)
+    assert out.count(line) == 1, out
+    assert "artifacts/artifacts" not in out
+    assert "the files of an earlier run in %s/artifacts" % inventory in out
+
+
+def test_the_problems_of_a_bad_inventory_are_printed_once(tmp_path):
+    inventory = tmp_path / "inventory"
+    shutil.copytree(EXAMPLES / "four-gpu-server", inventory)
+    host = inventory / "host_vars" / "gpu01.yml"
+    host.write_text(host.read_text().replace("gpu_model: h200", "gpu_model: h2OO"))
+    rc, out = run_playbook_text("plan.yml", inventory / "hosts.yml", "-e", "gpushare_plan_dir=%s" % (tmp_path / "plan"))
+    assert rc != 0
+    assert out.count("hostvars[gpu01].gpushare_node.gpu_model: unknown GPU model (got 'h2OO')") == 1, out

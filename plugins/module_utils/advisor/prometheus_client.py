@@ -27,6 +27,11 @@ from ansible.module_utils.urls import SSLValidationError, open_url
 MAX_POINTS = 11000
 
 
+# How to reach the monitoring role's Prometheus from the controller.
+REACH_HINT = ("forward its port and use http://127.0.0.1:9090 "
+              "(kubectl -n monitoring port-forward svc/prometheus-operated 9090)")
+
+
 class PrometheusError(Exception):
     """A failure talking to Prometheus, with what to do about it."""
 
@@ -153,8 +158,11 @@ class PrometheusClient:
             return ("TLS handshake with %s failed: %s; is the URL's scheme right (http vs https), and does the "
                     "server want a client certificate (gpushare_prometheus_client_cert/client_key)?" % (self.url, reason))
         if isinstance(reason, socket.gaierror):
-            return "cannot resolve the host of %s: %s; check gpushare_prometheus_url" % (self.url, reason)
+            # Often a cluster-internal Service name, which resolves only inside the cluster.
+            return ("cannot resolve the host of %s: %s; check gpushare_prometheus_url: a Service name such as "
+                    "prometheus-operated.monitoring.svc resolves only inside the cluster, so from outside %s"
+                    % (self.url, reason, REACH_HINT))
         if isinstance(reason, (socket.timeout, TimeoutError)):
             return "Prometheus at %s did not answer within %s s; check the URL and the network" % (self.url, self.timeout)
-        return ("Prometheus at %s is unreachable: %s; check gpushare_prometheus_url and that Prometheus runs "
-                "(e.g. kubectl -n monitoring port-forward svc/prometheus-operated 9090)" % (self.url, reason))
+        return ("Prometheus at %s is unreachable: %s; check gpushare_prometheus_url and that Prometheus runs, and %s"
+                % (self.url, reason, REACH_HINT))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog, mig_geometry
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import Problems
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid, Problems
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
     AUTO, DRA, GPU_MODES, ISOLATION_TO_SHARING, MIG, MODES, MPS, TIMESLICE, WHOLE, WINDOW_MODES, WORKLOAD_SHARING,
     isolation_choices, modes_without_mig, shares_device)
@@ -136,7 +136,7 @@ EXPECTED = {
             "at most 63 characters",
     "team": "the name of a team in gpushare_teams",
     "kind": ", ".join(WORKLOAD_KINDS),
-    "gpu_model": "a GPU model of the catalogue, e.g. h200-141gb, h100-80gb, a100-80gb, l40s",
+    "gpu_model": "a GPU model of the catalogue, e.g. h200-141gb, h100-80gb, a100-80gb, l40s (all: docs/gpu-models.md)",
     "gpu_count": "1..16",
     "from": 'a quoted time of day "HH:MM" (00:00 to 23:59)',
     "until": 'a quoted time of day "HH:MM" (00:00 to 23:59)',
@@ -145,6 +145,23 @@ EXPECTED = {
     "min_memory_gib": "a number of GiB greater than 0",
 }
 MAX_MEMORY_GIB = 16384      # far above any GPU, and small enough for exact MiB arithmetic
+
+# Every gpushare_* variable the collection reads (inventory, -e, facts it sets), so a misspelt
+# one is named (unknown_variables); tests/unit/test_variables.py keeps it in step with the
+# roles and docs/roles.md. The awx role takes gpushare_awx_<option> for each of its options
+# and checks them itself (its argument spec).
+VARIABLES = (
+    "gpushare_teams", "gpushare_workloads", "gpushare_policy", "gpushare_node",
+    "gpushare_artifacts_dir", "gpushare_plan_dir", "gpushare_window", "gpushare_window_at", "gpushare_render_only",
+    "gpushare_gpu_operator_namespace", "gpushare_plan", "gpushare_kubeconfig", "gpushare_distribution",
+    "gpushare_gpus_detected", "gpushare_debian_mirror",
+    "gpushare_advise_days", "gpushare_advise_dir", "gpushare_advise_end", "gpushare_advise_match",
+    "gpushare_advise_min_days",
+    "gpushare_prometheus_url", "gpushare_prometheus_bearer_token", "gpushare_prometheus_ca_path",
+    "gpushare_prometheus_client_cert", "gpushare_prometheus_client_key", "gpushare_prometheus_password",
+    "gpushare_prometheus_username", "gpushare_prometheus_validate_certs",
+)
+VARIABLE_PREFIXES = ("gpushare_awx_",)
 
 
 def _dns_hint(value: str) -> str:
@@ -163,7 +180,7 @@ class _Reader:
         self.ok = isinstance(value, dict)
         self.data = value if self.ok else {}
         if not self.ok:
-            problems.add(path, "must be a mapping", value, "keys " + ", ".join(allowed_keys),
+            problems.add(path, "expected a mapping, got %s" % _kind(value), value, "keys " + ", ".join(allowed_keys),
                          "Write it as 'key: value' lines (see inventory-examples/)")
             return
         for key in self.data:
@@ -290,7 +307,8 @@ class _Reader:
         if value is None:
             return default
         if not isinstance(value, list):
-            self.problems.add(self.at(key), "must be a list of strings", value, "a list of %ss" % (what or "string"),
+            self.problems.add(self.at(key), "expected a list of strings, got %s" % _kind(value), value,
+                              "a list of %ss" % (what or "string"),
                               "Write it as [a, b] or one '- item' per line")
             return default
         out = []
@@ -305,6 +323,14 @@ class _Reader:
         return tuple(out)
 
 
+def _kind(value) -> str:
+    """What YAML wrote, in its words: a dict is a mapping, a list a list, None null."""
+    if value is None:
+        return "null"
+    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean", int: "a number",
+            float: "a number"}.get(type(value), "a %s" % type(value).__name__)
+
+
 def _close(word: str, options) -> str | None:
     import difflib
     match = difflib.get_close_matches(word, list(options), n=1, cutoff=0.6)
@@ -317,17 +343,20 @@ def _items(problems: Problems, path: str, value, required: bool = True) -> list:
             problems.add(path, "is required", allowed="a list", hint="See inventory-examples/ for its entries")
         return []
     if not isinstance(value, list):
-        problems.add(path, "must be a list", value, "a list", "Write one '- ' entry per item")
+        problems.add(path, "expected a list, got %s" % _kind(value), value, "a list", "Write one '- ' entry per item")
         return []
     return value
 
 
 def _model(problems: Problems, path: str, name) -> str | None:
+    if isinstance(name, int) and not isinstance(name, bool) and gpu_catalog.lookup_pci(name):
+        return gpu_catalog.lookup_pci(name).key      # YAML reads an unquoted 0x2335 as a number
     if not isinstance(name, str) or not name:
         problems.add(path, "must name a GPU model", name, EXPECTED["gpu_model"],
                      "Run nvidia-smi -L on the server to see its model")
         return None
-    model = gpu_catalog.lookup(name)
+    # A name, else a PCI device id ("0x2335"), as the example inventories and docs/gpu-models.md say.
+    model = gpu_catalog.lookup(name) or gpu_catalog.lookup_pci(name)
     if model is None:
         guesses = gpu_catalog.suggest(name)
         ambiguous = gpu_catalog.is_ambiguous(name)
@@ -363,7 +392,7 @@ def _read_team(problems: Problems, path: str, value) -> Team | None:
     )
 
 
-def _read_window(problems: Problems, path: str, value, gpu_mode: str) -> SharingWindow | None:
+def _read_window(problems: Problems, path: str, value, gpu_mode: str, gpu_team, gpu_replicas) -> SharingWindow | None:
     r = _Reader(problems, path, value, ("name", "from", "until", "mode", "team", "replicas"),
                 required=("from", "until", "mode"))
     if not r.ok:
@@ -374,10 +403,20 @@ def _read_window(problems: Problems, path: str, value, gpu_mode: str) -> Sharing
     if start and end and start == end:
         problems.add(r.at("until"), "must differ from 'from'", end, "another time than %s" % start,
                      "A window of no minutes changes nothing; remove it or give its end")
-    if mode and mode == gpu_mode:
-        problems.add(r.at("mode"), "is the GPU's own mode, so the window changes nothing", mode,
-                     "a mode other than %r" % gpu_mode, "Remove the window or change its mode")
     replicas = r.integer("replicas", None, minimum=2, maximum=64)
+    if mode and mode == gpu_mode:
+        # The same mode for another team (a whole GPU lent to training at night) or with other
+        # replicas is a change; a MIG GPU's slices belong to its services' teams, so not for MIG.
+        changes = r.raw("team") not in (None, gpu_team) or (shares_device(mode) and replicas not in (None, gpu_replicas))
+        if mode == MIG:
+            problems.add(r.at("mode"), "is the GPU's own mode; a window cannot hand a MIG GPU to another team", mode,
+                         "a mode other than %r" % gpu_mode, "Its slices belong to the teams of the services on "
+                         "them: remove the window, or give it another mode")
+        elif not changes:
+            problems.add(r.at("mode"), "is the GPU's own mode and the window names no other team or replicas, so it "
+                         "changes nothing", mode, "a mode other than %r, or the same mode with another team"
+                         % gpu_mode, "Remove the window, change its mode, or give the team that gets the GPU "
+                         "inside it (team: <name>)")
     if shares_device(mode) and not r.given("replicas"):
         problems.add(r.at("replicas"), "is required when the window's mode is %s" % mode, allowed="2..64",
                      hint="How many pods share the card inside the window")
@@ -417,13 +456,18 @@ def _read_gpu(problems: Problems, path: str, value, node_model: str | None, gpu_
         problems.add(r.at("replicas"), "only applies to mode timeslice or mps", r.raw("replicas"),
                      "no replicas for mode %s" % mode, "Remove replicas or set mode: timeslice")
     layout = None
-    if r.given("mig_layout"):
+    card = gpu_catalog.CATALOG.get(node_model) if node_model else None
+    if r.given("mig_layout") and card is not None and not card.mig_capable:
+        problems.add(r.at("mig_layout"), "%s has no MIG, so it cannot be cut into slices" % card.key,
+                     r.raw("mig_layout"), "no mig_layout on %s" % card.key,
+                     "Remove mig_layout: on this model a GPU is %s" % modes_without_mig())
+    elif r.given("mig_layout"):
         layout = _read_layout(problems, r.at("mig_layout"), r.raw("mig_layout"), node_model)
         if mode != MIG:
             problems.add(r.at("mig_layout"), "only applies to mode mig", r.raw("mig_layout"),
                          "no mig_layout for mode %s" % mode, "Set mode: mig")
     windows = tuple(w for i, item in enumerate(_items(problems, r.at("schedule"), r.raw("schedule"), False))
-                    if (w := _read_window(problems, "%s.schedule[%d]" % (path, i), item, mode)))
+                    if (w := _read_window(problems, "%s.schedule[%d]" % (path, i), item, mode, r.raw("team"), replicas)))
     if index is None or node_model is None:
         return None
     return GpuSpec(index=index, model=node_model, mode=mode, team=r.string("team", what=EXPECTED["team"]),
@@ -526,6 +570,10 @@ def _read_workload(problems: Problems, path: str, value) -> Workload | None:
         if sharing not in (None, DRA):
             problems.add(r.at("sharing"), "a device_request is served by the DRA driver", sharing, DRA,
                          "Remove sharing or the device_request")
+        elif isolation and ISOLATION_TO_SHARING[isolation] != WHOLE:
+            # The DRA driver gives the claim a whole device: neither a MIG slice nor a shared card.
+            problems.add(r.at("isolation"), "contradicts the device_request, which gets a whole device", isolation,
+                         "full, or no isolation", "Remove isolation or the device_request")
         sharing = DRA
     if sharing is None:
         sharing = ISOLATION_TO_SHARING.get(isolation) or {"notebook": ISOLATION_TO_SHARING["none"]}.get(kind, WHOLE)
@@ -625,12 +673,17 @@ def _zone_hint(name: str) -> str:
     return "Did you mean %r?" % close if close else "Sharing windows' from/until are read in this zone"
 
 
-def load_inventory(variables: dict) -> Inventory:
+def load_inventory(variables: dict, defined_variables=()) -> Inventory:
     """Read and cross-check the inventory; raise PlanInvalid with every problem found.
 
     ``variables`` holds ``gpushare_teams``, ``gpushare_workloads``, ``gpushare_policy`` and
-    ``gpushare_nodes`` (host name -> that host's ``gpushare_node``).
+    ``gpushare_nodes`` (host name -> that host's ``gpushare_node``). ``defined_variables``: the
+    names of the variables the inventory defines; unknown ``gpushare_*`` ones are reported
+    alone, as the errors that follow from a misspelt name would only hide it.
     """
+    unknown = unknown_variables(defined_variables)
+    if unknown:
+        raise PlanInvalid(unknown)
     problems = Problems()
     teams = [t for i, item in enumerate(_items(problems, "gpushare_teams", variables.get("gpushare_teams")))
              if (t := _read_team(problems, "gpushare_teams[%d]" % i, item))]
@@ -647,8 +700,36 @@ def load_inventory(variables: dict) -> Inventory:
                  if (w := _read_workload(problems, "gpushare_workloads[%d]" % i, item))]
     policy = _read_policy(problems, variables.get("gpushare_policy"))
     _cross_check(problems, teams, nodes, workloads)
+    if len(nodes) == len(nodes_in):
+        # Only when every server was read: a server whose model is unreadable is reported already.
+        _check_workload_models(problems, nodes, workloads)
     problems.raise_if_any()
     return Inventory(teams=tuple(teams), nodes=tuple(nodes), workloads=tuple(workloads), policy=policy)
+
+
+def _check_workload_models(problems: Problems, nodes: list[Node], workloads: list[Workload]) -> None:
+    """A workload pinned to a GPU model no server has can never run, whatever its sharing."""
+    fleet = sorted({n.model for n in nodes})
+    for w in workloads:
+        if w.gpu_model and w.gpu_model not in fleet:
+            problems.add(w.path + ".gpu_model", "no server has %s GPUs" % w.gpu_model, w.gpu_model,
+                         "the models of the fleet: %s" % ", ".join(fleet),
+                         "Pin one of the fleet's models, remove gpu_model, or add a server with %s GPUs" % w.gpu_model)
+
+
+def unknown_variables(names) -> list:
+    """Problems for each ``gpushare_*`` variable name in ``names`` that the collection does
+    not read (a misspelt ``gpushare_team`` otherwise shows only as the errors of a missing
+    ``gpushare_teams``)."""
+    problems = Problems()
+    for name in sorted(set(names)):
+        if isinstance(name, str) and name.startswith("gpushare_") and name not in VARIABLES \
+                and not name.startswith(VARIABLE_PREFIXES):
+            close = _close(name, VARIABLES)
+            problems.add(name, "unknown variable", allowed="the gpushare_* variables listed in docs/roles.md (Variables)",
+                         hint="Did you mean %r?" % close if close else
+                         "Remove it or rename it; names are case-sensitive and spelt as in inventory-examples/")
+    return problems.items
 
 
 def _check_node_names(problems: Problems, nodes: list[Node]) -> None:
@@ -725,9 +806,18 @@ def check_state(problems: Problems, nodes, team_names: list[str]) -> None:
                 problems.add(gpu.path + ".team", "a %s GPU needs an owning team (its replicas are that team's quota)"
                              % gpu.mode, allowed="a team of gpushare_teams", hint="Add team: <name>")
             if gpu.mode in MODES and MODES[gpu.mode].needs_mig and not card.mig_capable:
-                problems.add(gpu.path + ".mode", "%s has no MIG" % card.key, gpu.mode,
-                             modes_without_mig(), "Use time-slicing (mode: timeslice) or whole cards on this model")
+                problems.add(gpu.path + ".mode", "%s has no MIG" % card.key, gpu.mode, *_modes_beside(node))
         _check_node_sharing(problems, node)
+
+
+def _modes_beside(node: Node) -> tuple[str, str]:
+    """(allowed, hint) for a GPU of a card without MIG: the device plugin time-slices or
+    MPS-shares every GPU of such a node, so once one GPU shares, all must share that way."""
+    sharing = sorted({g.mode for g in node.gpus if shares_device(g.mode)})
+    if len(sharing) == 1:
+        return (sharing[0], "%s has no MIG, so %s applies to every GPU of the node: set mode: %s here too, or move the "
+                "other GPUs' sharing to another server" % (node.model, sharing[0], sharing[0]))
+    return modes_without_mig(), "Use whole cards, or time-slicing or MPS on every GPU of the node (mode: timeslice or mps)"
 
 
 def clock_minutes(clock: str) -> int:

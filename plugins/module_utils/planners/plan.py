@@ -35,13 +35,13 @@ def build_plan(variables: dict) -> dict:
     return _build(load_inventory(variables), None)
 
 
-def plan_and_changes(variables: dict, previous_text: str | None = None) -> tuple[dict, dict]:
+def plan_and_changes(variables: dict, previous_text: str | None = None, defined_variables=()) -> tuple[dict, dict]:
     """The plan against the previous one (the text of its plan.json; None: the first plan)
     and what it changes (changes.plan_changes). With ``replan: stable`` (the default) the
     previous plan is the GPUs' current state and the MIG planner keeps its partitions where
     it can; it must then be readable (changes.PreviousPlanError). ``replan: optimal`` plans
-    from scratch and only compares."""
-    inventory = load_inventory(variables)
+    from scratch and only compares. ``defined_variables``: model.load_inventory's."""
+    inventory = load_inventory(variables, defined_variables)
     stable = inventory.policy.replan == "stable"
     previous = None
     if previous_text is not None:
@@ -155,6 +155,11 @@ def _plan_mig(inventory: Inventory, sharing, problems: Problems, solve=None, cur
         if w.sharing != MIG:
             continue
         models = (w.gpu_model,) if w.gpu_model else mig_models
+        if w.gpu_model and not CATALOG[w.gpu_model].mig_capable:
+            problems.add(w.path + ".gpu_model", "%s has no MIG, and service %s needs a MIG slice" % (w.gpu_model, w.name),
+                         w.gpu_model, "a MIG-capable model of the fleet: %s" % (", ".join(mig_models) or "none"),
+                         "Pin a MIG-capable model, or share this service another way (sharing: whole or timeslice)")
+            continue
         if w.mig_profile and not any(w.mig_profile in {p.name for p in CATALOG[m].mig_profiles} for m in models):
             problems.add(w.path + ".mig_profile", "is not a MIG profile of %s" % (", ".join(models) or "any GPU here"),
                          w.mig_profile, ", ".join(sorted({p.name for m in models for p in CATALOG[m].mig_profiles}))
@@ -344,16 +349,13 @@ def _check_demand(inventory: Inventory, nodes: list[dict], problems: Problems, w
                              "Set dra: true on a server with bigger GPUs")
         if w.sharing in SHARED_MODES:
             demand[w.sharing] += w.replicas
-            demand[(w.sharing, w.team)] += w.replicas
     for mode in SHARED_MODES:
         if demand[mode] > shared[mode]:
             problems.add("gpushare_workloads", "%d %s replicas are wanted but the %s GPUs provide %d"
                          % (demand[mode], mode, mode, shared[mode]), demand[mode], "at most %d" % shared[mode],
                          "Add GPUs with mode %s or raise their replicas" % mode)
-        for team in inventory.teams:
-            if demand[(mode, team.name)] > shared[(mode, team.name)]:
-                warnings.append("team %s wants %d %s replicas but owns %d: the rest must be borrowed"
-                                % (team.name, demand[(mode, team.name)], mode, shared[(mode, team.name)]))
+    if not problems:
+        _check_team_demand(inventory, nodes, problems, warnings)
     if any(w.sharing == DRA for w in inventory.workloads) and not any(n["dra"] for n in nodes):
         problems.add("gpushare_workloads", "a workload asks for a GPU by attributes (DRA) but no server has dra: true",
                      [w.name for w in inventory.workloads if w.sharing == DRA], "a server with dra: true",
@@ -365,6 +367,67 @@ def _check_demand(inventory: Inventory, nodes: list[dict], problems: Problems, w
                 problems.add(team.path + ".lending_limit", "exceeds the %d whole GPUs the team owns" % owned,
                              team.lending_limit, "0..%d" % owned,
                              "lending_limit counts the team's whole GPUs, in every pool together; lower it")
+
+
+def _check_team_demand(inventory: Inventory, nodes: list[dict], problems: Problems, warnings: list[str]) -> None:
+    """Each team's whole, DRA and shared demand against what it owns plus what it may borrow,
+    counted as Kueue counts quota: per GPU model (one ResourceFlavor per model and kind), with
+    the teams' borrowing and lending limits. More than that is refused for a team that does
+    not borrow (it could never run) and a warning for the others; relying on borrowing at all
+    is a warning. MIG slices are carved for their services' teams, so they are left out."""
+    owned: dict[tuple[str, str, str | None], int] = defaultdict(int)     # (kind, model, team or None) -> units
+    for n in nodes:
+        for g in n["gpus"]:
+            if g["mode"] == WHOLE:
+                owned[(DRA if n["dra"] else WHOLE, n["model"], g["team"])] += 1
+            elif g["mode"] in SHARED_MODES:
+                owned[(g["mode"], n["model"], g["team"])] += g["replicas"]
+    wanted: dict[tuple[str, str], list] = defaultdict(list)              # (team, kind) -> workloads
+    for w in inventory.workloads:
+        if w.sharing in (WHOLE, DRA) + SHARED_MODES:
+            wanted[(w.team, w.sharing)].append(w)
+    teams = {t.name: t for t in inventory.teams}
+
+    def lendable(kind: str, model: str, borrower: str) -> int:
+        units = owned[(kind, model, None)]          # the cohort's own pool
+        for other in inventory.teams:
+            if other.name != borrower and other.lend:
+                mine = owned[(kind, model, other.name)]
+                limited = other.lending_limit is not None and kind in (WHOLE, DRA)
+                units += min(mine, other.lending_limit) if limited else mine
+        return units
+
+    for (team_name, kind), workloads in sorted(wanted.items()):
+        team = teams.get(team_name)
+        if team is None:
+            continue
+        models = sorted({m for (k, m, _t) in owned if k == kind})
+        pinned = sorted({w.gpu_model for w in workloads if w.gpu_model})
+        # All the team's workloads of this kind against every model, then those pinned to one model.
+        scopes = [(tuple(models), workloads)] + [((m,), [w for w in workloads if w.gpu_model == m]) for m in pinned]
+        for scope, counted in scopes:
+            demand = sum(w.replicas * w.gpus for w in counted)
+            own = sum(owned[(kind, m, team.name)] for m in scope)
+            may_borrow = 0
+            if team.borrow:
+                limit = team.borrowing_limit
+                may_borrow = sum(min(lendable(kind, m, team.name), limit if limit is not None else 1 << 30)
+                                 for m in scope)
+            if demand <= own:
+                continue
+            what = "%d %s %s%s" % (demand, MODES[kind].words, "GPUs" if kind in (WHOLE, DRA) else "replicas",
+                                   " on %s" % "/".join(scope) if scope else "")
+            names = ", ".join("%s (%d x %d)" % (w.name, w.replicas, w.gpus) for w in counted)
+            if not team.borrow:
+                problems.add(team.path, "team %s's workloads want %s but it owns %d and does not borrow (borrow: false)"
+                             % (team.name, what, own), demand, "at most %d" % own,
+                             "Give the team more GPUs (team: %s on a GPU), lower the replicas of %s, or set borrow: "
+                             "true" % (team.name, names))
+            elif demand > own + may_borrow:
+                warnings.append("team %s wants %s but owns %d and may borrow at most %d: %d can never run at once (%s)"
+                                % (team.name, what, own, may_borrow, demand - own - may_borrow, names))
+            else:
+                warnings.append("team %s wants %s but owns %d: the rest must be borrowed" % (team.name, what, own))
 
 
 # --------------------------------------------------------------------------- quotas

@@ -96,8 +96,11 @@ def test_nothing_listening():
 
 
 def test_host_that_does_not_resolve():
+    """.invalid never resolves (RFC 2606). Like a refused connection, the message says how to
+    reach Prometheus (issue 20: it said only "check gpushare_prometheus_url")."""
     client = PrometheusClient("http://prometheus.invalid:9090", timeout=5)
-    with pytest.raises(PrometheusError, match="cannot resolve the host|unreachable"):
+    with pytest.raises(PrometheusError, match="cannot resolve the host of http://prometheus.invalid:9090: .*"
+                                              "resolves only inside the cluster.*port-forward svc/prometheus-operated"):
         client.query("up")
 
 

@@ -73,8 +73,8 @@ def test_a_mig_service_pinned_to_a_model_the_inventory_lacks():
     v = example_day()
     workload(v, "embeddings")["gpu_model"] = "a100-80gb"
     p = problems_of(v)["gpushare_workloads[1].gpu_model"]
-    assert "no a100-80gb GPU may be cut with MIG" in p.message
-    assert "none of these models in the inventory" in p.allowed
+    assert p.message == "no server has a100-80gb GPUs"
+    assert p.allowed == "the models of the fleet: h200-141gb"
 
 
 def test_a_mig_profile_on_a_fleet_without_mig():
