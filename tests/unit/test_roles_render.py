@@ -67,7 +67,8 @@ def check_rendered(example: str, rendered: Path) -> list[str]:
     need(dp["value"] == render_helm.config_hash(cm["data"]), "device plugin config hash")
     if plan["cluster"]["kubernetes_distribution"] == "microk8s":
         need({e["name"] for e in gpu["toolkit"].get("env", [])} ==
-             {"CONTAINERD_CONFIG", "CONTAINERD_SOCKET", "RUNTIME_CONFIG_SOURCE"}, "microk8s toolkit env")
+             {"CONTAINERD_CONFIG", "CONTAINERD_SOCKET", "RUNTIME_CONFIG_SOURCE",
+              "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED"}, "microk8s toolkit env")
 
     if render_helm.dra_nodes(plan):
         dra = yaml.safe_load((rendered / "dra_driver/values.yaml").read_text())

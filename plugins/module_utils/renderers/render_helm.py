@@ -169,13 +169,15 @@ def gpu_operator_values(plan: dict, distribution_facts: dict | None = None,
     if resource_names:
         values["dcgmExporter"]["env"] = [{"name": "NVIDIA_RESOURCE_NAMES", "value": ",".join(resource_names)}]
     paths = runtime_paths(plan, distribution_facts)
-    env = []
+    # The runtime ignores NVIDIA_VISIBLE_DEVICES in unprivileged containers (a CUDA image sets
+    # it to "all"), so only the device plugin and DRA hand out GPUs: they pass devices through
+    # CDI, on by default since v25.10 (cdi.enabled), not through this variable.
+    env = [{"name": names.TOOLKIT_UNPRIVILEGED_ENV_SETTING, "value": "false"}]
     for name, key in (("CONTAINERD_CONFIG", "containerd_config"), ("CONTAINERD_SOCKET", "containerd_socket"),
                       ("RUNTIME_CONFIG_SOURCE", "runtime_config_source")):
         if paths.get(key):
             env.append({"name": name, "value": str(paths[key])})
-    if env:
-        values["toolkit"]["env"] = env
+    values["toolkit"]["env"] = env
     kubelet_root = paths.get("kubelet_root_dir")
     if kubelet_root and kubelet_root != DEFAULT_KUBELET_ROOT and _version_tuple(chart_version) >= (26, 7):
         # hostPaths.kubeletRootDir exists from 26.7.0; before that MicroK8s' /var/lib/kubelet
