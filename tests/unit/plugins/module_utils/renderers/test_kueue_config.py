@@ -48,3 +48,29 @@ def test_kueue_base_config_not_mutated(plan):
     before = copy.deepcopy(kueue_config.KUEUE_BASE_CONFIGURATION)
     kueue_config.kueue_manager_config(plan)
     assert kueue_config.KUEUE_BASE_CONFIGURATION == before
+
+
+def _selects(selector: dict, namespace: str) -> bool:
+    """A metav1.LabelSelector's matchExpressions against the label the API server puts on
+    every namespace, kubernetes.io/metadata.name (k8s.io/apimachinery labels.Selector)."""
+    for expr in selector["matchExpressions"]:
+        inside = namespace in expr["values"]
+        if (expr["operator"] == "In") != inside:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("example", EXAMPLE_NAMES)
+def test_kueue_holds_unlabelled_workloads_in_team_namespaces_only(example):
+    """Kueue v0.19.2 apis/config/v1beta2/configuration_types.go: manageJobsWithoutQueueName
+    (bool) and managedJobsNamespaceSelector (a LabelSelector; for pods, deployments and
+    statefulsets only matching namespaces are managed at all)."""
+    config = kueue_config.kueue_manager_config(PLANS[example])
+    assert config["manageJobsWithoutQueueName"] is True
+    selector = config["managedJobsNamespaceSelector"]
+    assert selector["matchExpressions"][0]["key"] == "kubernetes.io/metadata.name"
+    team_namespaces = {ns for t in load_example(example)["gpushare_teams"] for ns in t.get("namespaces", [t["name"]])}
+    for ns in team_namespaces:
+        assert _selects(selector, ns), ns
+    for ns in ("kube-system", "kueue-system", "gpu-operator", "monitoring", "default", "nvidia-dra-driver-gpu"):
+        assert not _selects(selector, ns), ns
