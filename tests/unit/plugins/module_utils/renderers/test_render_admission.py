@@ -17,7 +17,7 @@ import yaml
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import manifest_files, render
 from cel_subset import admit, identifiers, parse
-from inventories import EXAMPLE_NAMES, EXAMPLES, load_example
+from inventories import EXAMPLE_NAMES, EXAMPLES, example_day, load_example
 from test_advertised_from_manifests import states
 
 PLANS = {name: build_plan(load_example(name)) for name in EXAMPLE_NAMES}
@@ -260,3 +260,13 @@ def test_objects_without_labels_or_spec_pass():
     assert priority_refusals(config_map, group="") == []
     event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "training"}}
     assert priority_refusals(event, group="") == []
+
+
+def test_production_class_stays_production_even_for_a_team_of_equal_priority():
+    variables = example_day()
+    training = next(t for t in variables["gpushare_teams"] if t["name"] == "training")
+    training["priority"] = 1000     # production's own value
+    plan = build_plan(variables)
+    policy = next(o for o in render(plan)["namespaces"] if o["metadata"]["name"] == "gpushare-team-priority"
+                  and o["kind"] == "ValidatingAdmissionPolicy")
+    assert literal(policy, "allowedClasses")["training"] == ["data-science", "training"]
