@@ -270,3 +270,13 @@ def test_production_class_stays_production_even_for_a_team_of_equal_priority():
     policy = next(o for o in render(plan)["namespaces"] if o["metadata"]["name"] == "gpushare-team-priority"
                   and o["kind"] == "ValidatingAdmissionPolicy")
     assert literal(policy, "allowedClasses")["training"] == ["data-science", "training"]
+
+
+@pytest.mark.parametrize("example", EXAMPLE_NAMES)
+def test_report_names_each_pod_security_exception(example):
+    from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_report import report_markdown
+    report = report_markdown(PLANS[example])
+    for t in teams_as_written(example):
+        for ns in t.get("namespaces", [t["name"]]):
+            named = "`%s` (team %s): baseline" % (ns, t["name"]) in report
+            assert named == (t.get("pod_security") == "baseline"), (ns, report)
