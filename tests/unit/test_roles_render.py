@@ -86,6 +86,9 @@ def check_rendered(example: str, rendered: Path) -> list[str]:
     guards = yaml.safe_load((rendered / "kueue/prune.yaml").read_text())
     need(guards["label_selector"] == "app.kubernetes.io/managed-by=gpushare.cluster", "prune label selector")
     need(guards["keep_window_flavors"] == prune.window_flavors(plan), "window flavors kept")
+    # Everything the role applies is pruned when the Plan drops it, namespaces apart.
+    applied = {o["kind"] for o in manifests["namespaces"] + manifests["kueue"]} - {"Namespace"}
+    need(applied <= set(guards["kinds"]), "kinds applied but never pruned: %s" % sorted(applied - set(guards["kinds"])))
 
     mon = yaml.safe_load((rendered / "monitoring/values.yaml").read_text())
     need(mon == render_helm.kube_prometheus_values(plan), "kube-prometheus-stack values differ")
