@@ -110,15 +110,27 @@ def gpu_policy(plan: dict) -> dict:
     }
 
 
+# The built-in kinds with a pod template at spec.template (their API versions: a custom
+# resource of the same kind may be shaped otherwise).
+TEMPLATE_KINDS = ["DaemonSet", "Deployment", "Job", "ReplicaSet", "StatefulSet"]
+TEMPLATE_API_VERSIONS = ["apps/v1", "batch/v1"]
+
+
 def _pod_priority_class(obj: str) -> str:
     """CEL: spec.priorityClassName of a Pod, or of the pod template of a Job, Deployment,
     StatefulSet, ReplicaSet or DaemonSet, or of a CronJob's job template; '' when none."""
-    template = "%s.spec.template.spec" % obj
-    cron = "%s.spec.jobTemplate.spec.template.spec" % obj
-    return ("(%(o)s.kind == 'Pod' ? (has(%(o)s.spec.priorityClassName) ? %(o)s.spec.priorityClassName : '') : "
-            "has(%(o)s.spec) && has(%(o)s.spec.template) && has(%(t)s) && has(%(t)s.priorityClassName) ? %(t)s.priorityClassName : "
-            "has(%(o)s.spec) && has(%(o)s.spec.jobTemplate) && has(%(c)s) && has(%(c)s.priorityClassName) ? %(c)s.priorityClassName : '')"
-            % {"o": obj, "t": template, "c": cron})
+    def present(path: str) -> str:
+        """has() of every step of ``path`` below ``obj``, so a missing step is false, not an error."""
+        steps = path.split(".")
+        return " && ".join("has(%s.%s)" % (obj, ".".join(steps[:i + 1])) for i in range(len(steps)))
+
+    template, cron = "spec.template.spec.priorityClassName", "spec.jobTemplate.spec.template.spec.priorityClassName"
+    return ("(%(o)s.kind == 'Pod' && %(o)s.apiVersion == 'v1' ? "
+            "(%(pod)s ? %(o)s.spec.priorityClassName : '') : "
+            "%(o)s.kind in %(kinds)s && %(o)s.apiVersion in %(apis)s && %(t)s ? %(o)s.%(tp)s : "
+            "%(o)s.kind == 'CronJob' && %(o)s.apiVersion == 'batch/v1' && %(c)s ? %(o)s.%(cp)s : '')"
+            % {"o": obj, "pod": present("spec.priorityClassName"), "t": present(template), "tp": template,
+               "c": present(cron), "cp": cron, "kinds": _cel(TEMPLATE_KINDS), "apis": _cel(TEMPLATE_API_VERSIONS)})
 
 
 def priority_policy(plan: dict) -> dict:

@@ -138,7 +138,13 @@ def job(ns="training", requests=None, labels=None, **spec) -> dict:
 def gpu_refusals(obj, **request):
     if obj["kind"] == "Job":
         request.setdefault("group", "batch")
-    return admit(*GPU_POLICY, obj, **request)
+    return no_errors(admit(*GPU_POLICY, obj, **request))
+
+
+def no_errors(refusals):
+    """A refusal is a rule's, never an expression that failed on a well-formed object."""
+    assert not [r for r in refusals if r.startswith("error:")], refusals
+    return refusals
 
 
 def queue(name):
@@ -201,7 +207,7 @@ def test_nvidia_runtime_and_visible_devices_env():
 
 def priority_refusals(obj, **request):
     request.setdefault("group", {"Pod": "", "Job": "batch", "CronJob": "batch"}.get(obj["kind"], "apps"))
-    return admit(*PRIORITY_POLICY, obj, **request)
+    return no_errors(admit(*PRIORITY_POLICY, obj, **request))
 
 
 def with_class(obj, name):
@@ -224,7 +230,8 @@ def test_workload_priority_class_belongs_to_the_team():
     assert refusal[0] == "WorkloadPriorityClass production is not for namespace training: it may use training"
     # Any kind Kueue manages: a Deployment with production's class.
     deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d", "namespace": "training",
-                                                                              "labels": {}}, "spec": {}}
+                                                                              "labels": {}},
+                  "spec": {"template": {"spec": pod()["spec"]}}}
     assert priority_refusals(with_class(deployment, "production"))
 
 
@@ -260,6 +267,11 @@ def test_objects_without_labels_or_spec_pass():
     assert priority_refusals(config_map, group="") == []
     event = {"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e", "namespace": "training"}}
     assert priority_refusals(event, group="") == []
+    # A custom resource with a spec.template of another shape, or none.
+    for template in ("a string", {"metadata": {}}, None):
+        custom = {"apiVersion": "example.com/v1", "kind": "Deployment", "metadata": {"name": "x", "namespace": "training"},
+                  "spec": {"template": template}}
+        assert priority_refusals(custom, group="example.com") == []
 
 
 def test_production_class_stays_production_even_for_a_team_of_equal_priority():
