@@ -10,6 +10,10 @@ answers are the issue's rules (docs/security.md), written out per request."""
 from __future__ import annotations
 
 import copy
+import inspect
+import json
+import subprocess
+import sys
 
 import pytest
 import yaml
@@ -17,7 +21,7 @@ import yaml
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import manifest_files, render
 from cel_subset import admit, identifiers, parse
-from inventories import EXAMPLE_NAMES, EXAMPLES, example_day, load_example
+from inventories import EXAMPLE_NAMES, EXAMPLES, ROOT, example_day, load_example
 from test_advertised_from_manifests import states
 
 PLANS = {name: build_plan(load_example(name)) for name in EXAMPLE_NAMES}
@@ -292,3 +296,46 @@ def test_report_names_each_pod_security_exception(example):
         for ns in t.get("namespaces", [t["name"]]):
             named = "`%s` (team %s): baseline" % (ns, t["name"]) in report
             assert named == (t.get("pod_security") == "baseline"), (ns, report)
+
+
+# --- cel_subset against cel-go -------------------------------------------------------------
+
+def test_cel_subset_answers_as_cel_go(monkeypatch):
+    """Every request the tests above make, judged again by cel-go at the version of the
+    twin's kube-apiserver (tests/twin/celcheck.sh): the same refusals, message for message."""
+    run = subprocess.run(["bash", str(ROOT / "tests" / "twin" / "celcheck.sh")], capture_output=True, text=True, check=False)
+    if run.returncode != 0:
+        pytest.fail("tests/twin/celcheck.sh failed; cel-go is built from its Go module, so Go and a module proxy "
+                    "are needed:\n%s" % run.stderr, pytrace=False)
+    cases, answers = [], []
+    evaluate = admit
+
+    def recording(policy, binding, obj, **request):
+        refusals = evaluate(policy, binding, obj, **request)
+        resource = request.get("resource") or obj["kind"].lower() + "s"
+        namespace = obj["metadata"].get("namespace")
+        rules = policy["spec"]["matchConstraints"]["resourceRules"]
+        selected = binding["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"]
+        if namespace in selected and any(resource in r["resources"] or ("*" in r["resources"] and "/" not in resource)
+                                         for r in rules):
+            cases.append(copy.deepcopy({"policy": policy, "object": obj, "oldObject": request.get("old"), "request": {
+                "operation": request.get("operation", "CREATE"), "namespace": namespace,
+                "userInfo": {"username": request.get("username", "alice")}}}))
+            answers.append(refusals)
+        return refusals
+
+    module = sys.modules[__name__]
+    monkeypatch.setattr(module, "admit", recording)
+    for name, test in sorted(vars(module).items()):
+        if name.startswith("test_") and name != "test_cel_subset_answers_as_cel_go" and callable(test):
+            params = inspect.signature(test).parameters
+            if "requests" in params:
+                for requests in ({"nvidia.com/gpu": 1}, {"nvidia.com/mig-1g.18gb": 1}, {"nvidia.com/gpu.shared": 2}):
+                    test(requests)
+            elif not params:
+                test()
+    assert len(cases) > 50 and sum(1 for a in answers if a) > 20, (len(cases), answers)
+    by_cel_go = json.loads(subprocess.run([run.stdout.strip()], input=json.dumps(cases), capture_output=True, text=True,
+                                          check=True).stdout)
+    for case, ours, theirs in zip(cases, answers, by_cel_go):
+        assert ours == theirs, (case["object"], case["request"])
