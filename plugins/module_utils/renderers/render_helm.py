@@ -111,16 +111,13 @@ def runtime_paths(plan: dict, distribution_facts: dict | None = None) -> dict:
 
 
 def dcgm_resource_names(plan: dict) -> list[str]:
-    """Every device-plugin resource the Plan (or one of its windows) advertises. dcgm-exporter
-    adds pod labels only for nvidia.com/gpu, nvidia.com/mig-* and the names in
-    NVIDIA_RESOURCE_NAMES (internal/pkg/transformation/kubernetes.go, 4.5-4.8), so a
-    time-sliced nvidia.com/gpu.shared GPU has no namespace unless it is listed; all are listed,
-    so attribution does not depend on how the exporter merges the list with its defaults."""
-    resources = set()
-    for nodes in [plan["nodes"]] + [w["nodes"] for w in plan.get("windows", [])]:
-        for node in nodes:
-            resources.update(node.get("advertised") or {})
-    return sorted(resources)
+    """Every device-plugin resource the Plan (or one of its windows) advertises (the Plan's
+    ``admission.gpu_resources``). dcgm-exporter adds pod labels only for nvidia.com/gpu,
+    nvidia.com/mig-* and the names in NVIDIA_RESOURCE_NAMES
+    (internal/pkg/transformation/kubernetes.go, 4.5-4.8), so a time-sliced
+    nvidia.com/gpu.shared GPU has no namespace unless it is listed; all are listed, so
+    attribution does not depend on how the exporter merges the list with its defaults."""
+    return list(plan["admission"]["gpu_resources"])
 
 
 def gpu_operator_values(plan: dict, distribution_facts: dict | None = None,
