@@ -76,6 +76,33 @@ GPU_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedu
 DRA_RESOURCE = "gpushare.cluster/dra-gpu"
 DRA_DEVICE_CLASS = "gpu.nvidia.com"
 
+# --- Admission: what a team's namespace may ask for ---------------------------------------------
+
+# Kueue's labels on a workload: its LocalQueue, and its WorkloadPriorityClass.
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+WORKLOAD_PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
+# Pod Security admission's namespace labels (the level: restricted or baseline).
+POD_SECURITY_ENFORCE_LABEL = "pod-security.kubernetes.io/enforce"
+POD_SECURITY_WARN_LABEL = "pod-security.kubernetes.io/warn"
+POD_SECURITY_AUDIT_LABEL = "pod-security.kubernetes.io/audit"
+# The namespace label every namespace carries (the API server sets it); selectors match names through it.
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+# The GPU Operator's RuntimeClasses (nvidia, nvidia-cdi, nvidia-legacy) start with this.
+NVIDIA_RUNTIME_CLASS_PREFIX = "nvidia"
+# The env var through which the NVIDIA runtime hands out GPUs past the device plugin.
+VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
+# The toolkit setting that makes the runtime ignore VISIBLE_DEVICES_ENV in unprivileged containers.
+TOOLKIT_UNPRIVILEGED_ENV_SETTING = "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED"
+# Kubernetes' own PriorityClasses (system-cluster-critical, system-node-critical) start with this.
+SYSTEM_PRIORITY_CLASS_PREFIX = "system-"
+# Who creates a Job's pods: the Job controller, with or without its own service account
+# (kube-controller-manager --use-service-account-credentials).
+JOB_CONTROLLER_USERS = ("system:serviceaccount:kube-system:job-controller", "system:kube-controller-manager")
+# The ValidatingAdmissionPolicies (each with a binding of the same name) and production's PriorityClass.
+GPU_ADMISSION_POLICY = "gpushare-gpu-through-kueue"
+PRIORITY_ADMISSION_POLICY = "gpushare-team-priority"
+PRODUCTION_PRIORITY_CLASS = "gpushare-production"
+
 # --- Objects -----------------------------------------------------------------------------------
 
 # The ConfigMaps of the GPU Operator namespace (applied before the chart, named in its values).

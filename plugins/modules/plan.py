@@ -266,7 +266,7 @@ plan:
       type: list
       elements: dict
     teams:
-      description: Each team with its namespaces, queues, owned quota, priority, lending and borrowing.
+      description: Each team with its namespaces, queues, owned quota, priority, lending and borrowing, Pod Security level.
       type: list
       elements: dict
     kueue:
@@ -283,6 +283,11 @@ plan:
       description: Each workload with where it runs (GPU, MIG slice, time-sliced replica or DRA claim).
       type: list
       elements: dict
+    admission:
+      description:
+        - What team namespaces may ask for (docs/security.md); the namespaces stage of O(manifests) carries
+          the admission policies, Pod Security labels and production's PriorityClass made from it.
+      type: dict
     warnings:
       description: Things that work but may surprise (e.g. idle capacity), one message each.
       type: list

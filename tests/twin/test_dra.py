@@ -5,8 +5,12 @@ four L4, 23034 MiB each, and dra-h200-01 with one H200, 143771 MiB; the workload
 long-context-eval with `device_request: {min_memory_gib: 40}`). dra_devices.py makes the
 KWOK nodes, the ResourceSlices the NVIDIA DRA driver would publish and the chart's
 DeviceClasses; the Plan's ResourceClaimTemplate is applied by the dra_driver role
-(playbooks/site.yml with only that stage; a second run changes nothing). The pods are plain Pods without a Kueue queue label (Kueue leaves
-them alone) that use the template through spec.resourceClaims[].resourceClaimTemplateName;
+(playbooks/site.yml with only that stage; a second run changes nothing). The pods are plain Pods without a Kueue queue label
+that use the template through spec.resourceClaims[].resourceClaimTemplateName: this test checks
+the driver's devices and the scheduler only, so it applies no Kueue objects and none of the
+inventory's admission policies (the kueue role's); on a cluster the policy would refuse such a
+pod in a team namespace (tests/twin/test_enforcement.py). The namespaces do get their Pod
+Security level from the dra_driver role, so the pods are "restricted"-compliant;
 KWOK runs a bare pod until it is deleted (its pod-complete stage only applies to Job pods).
 
 Checked: the claim the resourceclaim controller makes from the template is allocated by
@@ -89,7 +93,9 @@ def pod_object(name, ns, template) -> dict:
             "restartPolicy": "Never",
             "terminationGracePeriodSeconds": 1,
             "resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": template}],
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
             "containers": [{"name": "main", "image": "registry.invalid/gpushare/long-context-eval:1",
+                            "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
                             "resources": {"claims": [{"name": "gpu"}]}}],
         },
     }

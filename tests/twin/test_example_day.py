@@ -17,7 +17,7 @@ carries kueue.x-k8s.io/queue-name; KWOK runs its pod without a container.
     05:10 the fine-tune ends (KWOK completes its pod)
     07:00 the roles run again: the base state; the notebooks are admitted again
 
-Then production's reclaim (three tries) and the isolation of a foreign queue name.
+Then production's reclaim (three tries), and a GPU Job naming a foreign queue refused at admission.
 Measured numbers go to build/twin/example-day.json (or $GPUSHARE_TWIN_RESULTS).
 """
 from __future__ import annotations
@@ -32,7 +32,7 @@ import pytest
 
 import gpu_nodes
 from conftest import EXAMPLE, run_playbook, write_results
-from twinclient import condition, is_true
+from twinclient import ApiError, condition, is_true
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 GPU = "nvidia.com/gpu"
@@ -64,9 +64,14 @@ def job(name, ns, queue, requests: dict, delay: str = LONG) -> dict:
             "template": {
                 "metadata": {"annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": delay,
                                              "pod-complete.stage.kwok.x-k8s.io/jitter-delay": delay}},
-                "spec": {"restartPolicy": "Never", "containers": [{
-                    "name": "main", "image": "registry.invalid/gpushare/app:1",
-                    "resources": {"requests": requests, "limits": requests}}]},
+                # What Pod Security "restricted" (the teams' namespaces) asks of a pod.
+                "spec": {"restartPolicy": "Never",
+                         "securityContext": {"runAsNonRoot": True, "runAsUser": 1000,
+                                             "seccompProfile": {"type": "RuntimeDefault"}},
+                         "containers": [{
+                             "name": "main", "image": "registry.invalid/gpushare/app:1",
+                             "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                             "resources": {"requests": requests, "limits": requests}}]},
             },
         },
     }
@@ -349,14 +354,14 @@ def test_production_reclaims(twin_session, day):
     assert max(delays) < 30, delays
 
 
-def test_foreign_queue_name_never_admitted(twin_session):
-    """A Job in training that names production's LocalQueue, which only exists in prod-serving."""
+def test_foreign_queue_name_refused(twin_session):
+    """A GPU Job in training that names production's LocalQueue (which only exists in
+    prod-serving) is refused at admission (policy gpushare-gpu-through-kueue); before the
+    policy Kueue left it suspended, never admitted."""
     twin = twin_session
-    twin.create("/apis/batch/v1/namespaces/training/jobs", job("sneaky", "training", "production", {GPU: 1}))
-    time.sleep(8)
-    wl = workload_of(twin, "training", "sneaky")
-    assert wl is None or not is_true(wl, "Admitted"), wl
-    assert not (wl and is_true(wl, "QuotaReserved")), wl
-    assert twin.get("/apis/batch/v1/namespaces/training/jobs/sneaky")["spec"]["suspend"] is True
-    RESULTS["foreign_queue"] = (condition(wl, "QuotaReserved") or {}).get("message") if wl else "no Workload"
+    with pytest.raises(ApiError) as err:
+        twin.create("/apis/batch/v1/namespaces/training/jobs", job("sneaky", "training", "production", {GPU: 1}))
+    assert err.value.status == 403, err.value
+    assert "come only through Kueue" in err.value.body["message"], err.value.body
+    RESULTS["foreign_queue"] = err.value.body["message"]
     write_results("example-day", RESULTS)

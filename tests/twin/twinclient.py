@@ -38,8 +38,11 @@ class ApiError(Exception):
 
 
 class Twin:
-    def __init__(self, env: dict[str, str] | None = None):
+    def __init__(self, env: dict[str, str] | None = None, impersonate: tuple[str, str] | None = None):
         self.env = env or read_env()
+        # (user, group): requests made as that user in that group (Impersonate-User and
+        # Impersonate-Group headers; the twin's admin may impersonate anyone).
+        self.impersonate = impersonate
         url = urllib.parse.urlsplit(self.env["TWIN_APISERVER"])
         self.host, self.port = url.hostname, url.port
         self.ctx = ssl.create_default_context(cafile=self.env["TWIN_CA"])
@@ -51,6 +54,8 @@ class Twin:
         try:
             data = None
             headers = {"Accept": "application/json"}
+            if self.impersonate:
+                headers["Impersonate-User"], headers["Impersonate-Group"] = self.impersonate
             if body is not None:
                 data = body if isinstance(body, (bytes, str)) else json.dumps(body)
                 headers["Content-Type"] = content_type
@@ -66,6 +71,10 @@ class Twin:
         if resp.status not in ok:
             raise ApiError(method, path, resp.status, parsed)
         return parsed
+
+    def as_member(self, user: str, group: str) -> "Twin":
+        """The same twin, every request made as ``user`` in ``group``."""
+        return Twin(self.env, (user, group))
 
     def get(self, path: str):
         return self.request("GET", path)

@@ -59,7 +59,8 @@ def service_problems(plan: dict, variables: dict) -> list[str]:
                 if s["workload"] is not None and gpu["mode"] == "mig":
                     got[s["workload"]].append((node["model"], s))
     for w in variables.get("gpushare_workloads") or []:
-        if not isinstance(w, dict) or w.get("sharing", {"hardware": "mig"}.get(w.get("isolation"))) != "mig":
+        # An explicit null sharing is not given, as the planner reads it: isolation decides.
+        if not isinstance(w, dict) or (w.get("sharing") or {"hardware": "mig"}.get(w.get("isolation"))) != "mig":
             continue
         slices = got.pop(w["name"], [])
         replicas = w.get("replicas") or 1      # an explicit null is the default, as the planner reads it

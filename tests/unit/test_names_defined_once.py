@@ -37,13 +37,13 @@ FOUND_SCATTERED = ["gpushare-mig-config", "gpushare-device-plugin-config", "nvid
                    "nvidia.com/gpu", "all-disabled", "app.kubernetes.io/managed-by", "nvidia.com/dra-kubelet-plugin",
                    "gpushare.cluster/managed-labels", "gpushare.cluster/gpu-layout-since"]
 # Names too common to look for everywhere ("gpushare", "monitoring", "default", "1", "kueue",
-# "gpushare.cluster"): the field manager is looked for under YAML keys ending in field_manager,
+# "gpushare.cluster", "nvidia"): the field manager is looked for under YAML keys ending in field_manager,
 # the two namespaces under keys ending in namespace and as Python constants, the rest not.
 FIELD_MANAGER_KEYS = ("field_manager",)
 NAMESPACE_KEYS = ("namespace",)
 IN_CONTEXT = {names.FIELD_MANAGER, names.GPU_OPERATOR_NAMESPACE, names.MONITORING_NAMESPACE,
               names.DEVICE_PLUGIN_DEFAULT_CONFIG, names.GRAFANA_DASHBOARD_LABEL_VALUE, names.KUEUE_FULLNAME,
-              names.MANAGED_BY_VALUE}
+              names.MANAGED_BY_VALUE, names.NVIDIA_RUNTIME_CLASS_PREFIX}
 # The artifacts directory as a path: the expression the lookup replaced ended in '/artifacts'.
 ARTIFACTS_PATH = "/" + names.ARTIFACTS_DIR
 

@@ -67,7 +67,8 @@ def check_rendered(example: str, rendered: Path) -> list[str]:
     need(dp["value"] == render_helm.config_hash(cm["data"]), "device plugin config hash")
     if plan["cluster"]["kubernetes_distribution"] == "microk8s":
         need({e["name"] for e in gpu["toolkit"].get("env", [])} ==
-             {"CONTAINERD_CONFIG", "CONTAINERD_SOCKET", "RUNTIME_CONFIG_SOURCE"}, "microk8s toolkit env")
+             {"CONTAINERD_CONFIG", "CONTAINERD_SOCKET", "RUNTIME_CONFIG_SOURCE",
+              "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED"}, "microk8s toolkit env")
 
     if render_helm.dra_nodes(plan):
         dra = yaml.safe_load((rendered / "dra_driver/values.yaml").read_text())
@@ -85,6 +86,9 @@ def check_rendered(example: str, rendered: Path) -> list[str]:
     guards = yaml.safe_load((rendered / "kueue/prune.yaml").read_text())
     need(guards["label_selector"] == "app.kubernetes.io/managed-by=gpushare.cluster", "prune label selector")
     need(guards["keep_window_flavors"] == prune.window_flavors(plan), "window flavors kept")
+    # Everything the role applies is pruned when the Plan drops it, namespaces apart.
+    applied = {o["kind"] for o in manifests["namespaces"] + manifests["kueue"]} - {"Namespace"}
+    need(applied <= set(guards["kinds"]), "kinds applied but never pruned: %s" % sorted(applied - set(guards["kinds"])))
 
     mon = yaml.safe_load((rendered / "monitoring/values.yaml").read_text())
     need(mon == render_helm.kube_prometheus_values(plan), "kube-prometheus-stack values differ")

@@ -29,10 +29,11 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.settings import AdviceError
 
 MATCH_KEYS = ("namespace", "owner_kind", "owner_name", "name_prefix", "name_pattern", "labels", "queue")
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+QUEUE_LABEL = names.QUEUE_LABEL
 NO_OWNER = "<none>"
 # Owner kinds whose objects are one per run: their name carries a run suffix.
 RUN_KINDS = ("Job", "CronJob", "PyTorchJob", "TFJob", "MPIJob", "XGBoostJob", "PaddleJob", "JAXJob", "TrainJob",

@@ -30,6 +30,9 @@ DISTRIBUTIONS = distributions.NAMES
 MIG_LEFTOVER = ("carve", "leave")
 CPU_MEMORY_QUOTA = ("ignore", "proportional")
 REPLAN = ("stable", "optimal")
+# Pod Security admission levels a team namespace may have, strictest (the default) first.
+# "privileged" is not one: it lets a member run a pod that is root on a GPU server.
+POD_SECURITY_LEVELS = ("restricted", "baseline")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 CLOCK = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
 MIB_PER_GIB = 1024
@@ -47,6 +50,8 @@ class Team:
     lending_limit: int | None
     members: tuple[str, ...]
     path: str
+    # The Pod Security admission level of the team's namespaces (POD_SECURITY_LEVELS).
+    pod_security: str = POD_SECURITY_LEVELS[0]
 
 
 @dataclass(frozen=True)
@@ -371,7 +376,7 @@ def _model(problems: Problems, path: str, name) -> str | None:
 def _read_team(problems: Problems, path: str, value) -> Team | None:
     r = _Reader(problems, path, value,
                 ("name", "namespaces", "priority", "production", "lend", "borrow",
-                 "borrowing_limit", "lending_limit", "members"), required=("name",))
+                 "borrowing_limit", "lending_limit", "members", "pod_security"), required=("name",))
     if not r.ok:
         return None
     name = r.string("name", pattern=DNS_LABEL, what="team name (a DNS label)")
@@ -389,7 +394,17 @@ def _read_team(problems: Problems, path: str, value) -> Team | None:
         lending_limit=r.integer("lending_limit", None, minimum=0, maximum=100_000),
         members=r.string_list("members", ()),
         path=path,
+        pod_security=_pod_security(r),
     )
+
+
+def _pod_security(r: _Reader) -> str:
+    if r.raw("pod_security") == "privileged":
+        r.problems.add(r.at("pod_security"), "would let the team's members run privileged pods (root on a GPU server)",
+                       "privileged", ", ".join(POD_SECURITY_LEVELS),
+                       "Use baseline for images that must start as root; run privileged pods in a namespace no team owns")
+        return POD_SECURITY_LEVELS[0]
+    return r.choice("pod_security", POD_SECURITY_LEVELS, POD_SECURITY_LEVELS[0])
 
 
 def _read_window(problems: Problems, path: str, value, gpu_mode: str, gpu_team, gpu_replicas) -> SharingWindow | None:

@@ -139,7 +139,7 @@ def plan_kueue(teams, policy, capacities: list[Capacity], cpu_memory: dict[str |
             preemption = {"reclaimWithinCohort": "LowerPriority", "withinClusterQueue": "LowerPriority"}
         spec = {
             "cohortName": policy.cohort,
-            "namespaceSelector": {"matchExpressions": [{"key": "kubernetes.io/metadata.name", "operator": "In",
+            "namespaceSelector": {"matchExpressions": [{"key": names.NAMESPACE_NAME_LABEL, "operator": "In",
                                                         "values": sorted(team.namespaces)}]},
             "queueingStrategy": "BestEffortFIFO",
             "preemption": preemption,
@@ -151,7 +151,8 @@ def plan_kueue(teams, policy, capacities: list[Capacity], cpu_memory: dict[str |
         for namespace in sorted(team.namespaces):
             objects.append({"apiVersion": API, "kind": "LocalQueue", "metadata": _meta(team.name, namespace),
                             "spec": {"clusterQueue": team.name}})
-    return {"objects": objects, "configuration": configuration(bool(cpu_memory), dra_in_use),
+    team_namespaces = sorted({ns for team in teams for ns in team.namespaces})
+    return {"objects": objects, "configuration": configuration(bool(cpu_memory), dra_in_use, team_namespaces),
             "production_team": production.name if production else None}
 
 
@@ -205,8 +206,12 @@ def _limits(team, resource: str, lending: int) -> dict:
     return limits
 
 
-def configuration(cover_cpu_memory: bool, dra_in_use: bool) -> dict:
-    """The Kueue manager Configuration (read once at start: restart Kueue on change)."""
+def configuration(cover_cpu_memory: bool, dra_in_use: bool, team_namespaces: list[str] = ()) -> dict:
+    """The Kueue manager Configuration (read once at start: restart Kueue on change).
+
+    In the teams' namespaces Kueue also takes the workloads without a queue label and holds
+    them (suspended, gated) until one is given: no Job or Pod there starts outside a quota.
+    Elsewhere (kube-system, the operators' namespaces) it leaves them alone."""
     resources: dict = {}
     if not cover_cpu_memory:
         # Queues cover GPUs only; CPU and memory requests are not checked against quota.
@@ -220,4 +225,8 @@ def configuration(cover_cpu_memory: bool, dra_in_use: bool) -> dict:
     }
     if resources:
         config["resources"] = resources
+    if team_namespaces:
+        config["manageJobsWithoutQueueName"] = True
+        config["managedJobsNamespaceSelector"] = {"matchExpressions": [
+            {"key": names.NAMESPACE_NAME_LABEL, "operator": "In", "values": list(team_namespaces)}]}
     return config

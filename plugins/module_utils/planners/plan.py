@@ -21,7 +21,7 @@ from collections import defaultdict
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import (
-    changes, dra_claims, kueue_quotas, mig_planner, sharing_planner)
+    admission, changes, dra_claims, kueue_quotas, mig_planner, sharing_planner)
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid, Problems
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import (
@@ -74,6 +74,9 @@ def _build(inventory: Inventory, current: dict | None) -> dict:
         "kueue": state["kueue"],
         "dra": {"claim_templates": state["claim_templates"], "nodes": [n["name"] for n in state["nodes"] if n["dra"]]},
         "windows": windows,
+        # What team namespaces may ask for (render_manifests: the admission policies).
+        "admission": admission.plan_admission(inventory.teams, state["kueue"]["objects"],
+                                              [state["nodes"]] + [w["nodes"] for w in windows]),
         "warnings": state["warnings"],
         # How the MIG layout was solved; exact unless a safety time limit stopped it (mig_planner.MigSolve).
         "mig_solve": state["mig_solve"],
@@ -497,7 +500,8 @@ def _team_records(inventory: Inventory, capacities) -> list[dict]:
     return [{"name": t.name, "namespaces": list(t.namespaces), "priority": t.priority, "production": t.production,
              "lend": t.lend, "borrow": t.borrow, "borrowing_limit": t.borrowing_limit,
              "lending_limit": t.lending_limit, "members": list(t.members), "cluster_queue": t.name,
-             "local_queue": t.name, "owns": dict(sorted(owns[t.name].items()))} for t in inventory.teams]
+             "local_queue": t.name, "pod_security": t.pod_security,
+             "owns": dict(sorted(owns[t.name].items()))} for t in inventory.teams]
 
 
 def _workload_records(inventory: Inventory, nodes: list[dict]) -> list[dict]:

@@ -111,16 +111,13 @@ def runtime_paths(plan: dict, distribution_facts: dict | None = None) -> dict:
 
 
 def dcgm_resource_names(plan: dict) -> list[str]:
-    """Every device-plugin resource the Plan (or one of its windows) advertises. dcgm-exporter
-    adds pod labels only for nvidia.com/gpu, nvidia.com/mig-* and the names in
-    NVIDIA_RESOURCE_NAMES (internal/pkg/transformation/kubernetes.go, 4.5-4.8), so a
-    time-sliced nvidia.com/gpu.shared GPU has no namespace unless it is listed; all are listed,
-    so attribution does not depend on how the exporter merges the list with its defaults."""
-    resources = set()
-    for nodes in [plan["nodes"]] + [w["nodes"] for w in plan.get("windows", [])]:
-        for node in nodes:
-            resources.update(node.get("advertised") or {})
-    return sorted(resources)
+    """Every device-plugin resource the Plan (or one of its windows) advertises (the Plan's
+    ``admission.gpu_resources``). dcgm-exporter adds pod labels only for nvidia.com/gpu,
+    nvidia.com/mig-* and the names in NVIDIA_RESOURCE_NAMES
+    (internal/pkg/transformation/kubernetes.go, 4.5-4.8), so a time-sliced
+    nvidia.com/gpu.shared GPU has no namespace unless it is listed; all are listed, so
+    attribution does not depend on how the exporter merges the list with its defaults."""
+    return list(plan["admission"]["gpu_resources"])
 
 
 def gpu_operator_values(plan: dict, distribution_facts: dict | None = None,
@@ -169,13 +166,15 @@ def gpu_operator_values(plan: dict, distribution_facts: dict | None = None,
     if resource_names:
         values["dcgmExporter"]["env"] = [{"name": "NVIDIA_RESOURCE_NAMES", "value": ",".join(resource_names)}]
     paths = runtime_paths(plan, distribution_facts)
-    env = []
+    # The runtime ignores NVIDIA_VISIBLE_DEVICES in unprivileged containers (a CUDA image sets
+    # it to "all"), so only the device plugin and DRA hand out GPUs: they pass devices through
+    # CDI, on by default since v25.10 (cdi.enabled), not through this variable.
+    env = [{"name": names.TOOLKIT_UNPRIVILEGED_ENV_SETTING, "value": "false"}]
     for name, key in (("CONTAINERD_CONFIG", "containerd_config"), ("CONTAINERD_SOCKET", "containerd_socket"),
                       ("RUNTIME_CONFIG_SOURCE", "runtime_config_source")):
         if paths.get(key):
             env.append({"name": name, "value": str(paths[key])})
-    if env:
-        values["toolkit"]["env"] = env
+    values["toolkit"]["env"] = env
     kubelet_root = paths.get("kubelet_root_dir")
     if kubelet_root and kubelet_root != DEFAULT_KUBELET_ROOT and _version_tuple(chart_version) >= (26, 7):
         # hostPaths.kubeletRootDir exists from 26.7.0; before that MicroK8s' /var/lib/kubelet

@@ -14,6 +14,7 @@ except ImportError:     # ansible-core depends on PyYAML; this only keeps `impor
     yaml = None
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.kueue_config import kueue_manager_config
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_admission import admission_objects, pod_security_labels
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.sharing_planner import cluster_mig_strategy
 
@@ -88,11 +89,13 @@ def node_label_objects(nodes: list[dict]) -> list[dict]:
 
 
 def namespace_objects(plan: dict) -> list[dict]:
+    """The team namespaces (with their Pod Security level) and members' RoleBindings, then
+    the admission policies that govern them (render_admission)."""
     objects = []
     for team in plan["teams"]:
         for ns in team["namespaces"]:
-            objects.append({"apiVersion": "v1", "kind": "Namespace",
-                            "metadata": _meta(ns, labels={names.TEAM_LABEL: team["name"]})})
+            labels = dict({names.TEAM_LABEL: team["name"]}, **pod_security_labels(team["pod_security"]))
+            objects.append({"apiVersion": "v1", "kind": "Namespace", "metadata": _meta(ns, labels=labels)})
             if team["members"]:
                 # Members may use what their namespace holds, its LocalQueue included; the
                 # ClusterQueue's namespaceSelector keeps them out of other teams' quota.
@@ -103,7 +106,7 @@ def namespace_objects(plan: dict) -> list[dict]:
                     "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": m}
                                  for m in team["members"]],
                 })
-    return objects
+    return objects + admission_objects(plan)
 
 
 def state_nodes(plan: dict, window: dict | None = None) -> list[dict]:

@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
     DRA, MIG, MODES, MPS, TIMESLICE, WHOLE)
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.day_states import day_states
@@ -81,6 +82,7 @@ def report_markdown(plan: dict) -> str:
             team["name"], " (production)" if team["production"] else "", ", ".join(team["namespaces"]),
             team["priority"], quota, _limit(team["lend"], team["lending_limit"]),
             _limit(team["borrow"], team["borrowing_limit"])))
+    out += admission_lines(plan)
     out += ["", "## Workloads", "", "| workload | team | kind | sharing | replicas | placement |", "|---|---|---|---|---|---|"]
     for w in plan["workloads"]:
         if w["sharing"] == MIG:
@@ -128,6 +130,29 @@ def _states_of_the_day(plan: dict) -> list[str]:
 
 def _borrowed(borrower) -> str:
     return " (borrowed by %s)" % borrower if borrower else ""
+def admission_lines(plan: dict) -> list[str]:
+    """The "What teams may do" section: Pod Security levels (exceptions named), the GPU and
+    priority rules (docs/security.md)."""
+    spaces = plan["admission"]["namespaces"]
+    if not spaces:
+        return []
+    exceptions = ["`%s` (team %s): %s" % (ns["name"], ns["team"], ns["pod_security"]) for ns in spaces
+                  if ns["pod_security"] != "restricted"]
+    out = ["", "## What teams may do", "",
+           "- Pod Security: `restricted` on every team namespace%s." % (
+               ", except " + ", ".join(exceptions) + " (inventory `pod_security`)" if exceptions else ""),
+           "- GPUs (%s, any `nvidia.com/gpu*` or `nvidia.com/mig-*`, DRA claims) only through the namespace's "
+           "LocalQueue; no NVIDIA runtime class, no `NVIDIA_VISIBLE_DEVICES` (policy `%s`); Kueue holds "
+           "unlabelled workloads." % (", ".join("`%s`" % r for r in plan["admission"]["gpu_resources"]) or "none advertised",
+                                      names.GPU_ADMISSION_POLICY)]
+    for ns in spaces:
+        out.append("- `%s` may use WorkloadPriorityClasses %s." % (
+            ns["name"], ", ".join("`%s`" % c for c in ns["workload_priority_classes"])))
+    pc = plan["admission"]["production_priority_class"]
+    out.append("- No `system-*` PriorityClass in team namespaces%s (policy `%s`)." % (
+        "; `%s` only in %s" % (pc["name"], ", ".join("`%s`" % ns["name"] for ns in spaces if ns["production"])) if pc else "",
+        names.PRIORITY_ADMISSION_POLICY))
+    return out
 
 
 def _limit(allowed: bool, limit) -> str:

@@ -256,3 +256,18 @@ def test_an_empty_replicas_on_a_time_sliced_gpu_is_required():
     gpu(v, 2)["replicas"] = None
     p = problems_of(v)[NODE + ".gpus[2].replicas"]
     assert p.message.startswith("is required for mode timeslice")
+
+
+# --------------------------------------------------------------------------- Pod Security level
+
+@pytest.mark.parametrize("level, message, hint", [
+    ("privileged", "would let the team's members run privileged pods (root on a GPU server)", "Use baseline"),
+    ("baselin", "is not one of the allowed values", "Did you mean 'baseline'?"),
+    (True, "is not one of the allowed values", "Use one of the allowed values"),
+])
+def test_a_pod_security_level_other_than_restricted_or_baseline_is_refused(level, message, hint):
+    v = example_day()
+    v["gpushare_teams"][2]["pod_security"] = level
+    p = problems_of(v)["gpushare_teams[2].pod_security"]
+    assert (p.message, p.value, p.allowed) == (message, level, "restricted, baseline")
+    assert hint in p.hint

@@ -104,6 +104,7 @@ def test_microk8s_containerd_paths_in_toolkit_env():
         "CONTAINERD_CONFIG": "/var/snap/microk8s/current/args/containerd-template.toml",
         "CONTAINERD_SOCKET": "/var/snap/microk8s/common/run/containerd.sock",
         "RUNTIME_CONFIG_SOURCE": "file=/var/snap/microk8s/current/args/containerd.toml",
+        "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED": "false",
     }
     assert all(isinstance(v, str) for v in env.values())
 
@@ -117,7 +118,17 @@ def test_microk8s_paths_from_the_role_facts_win():
 
 def test_kubeadm_keeps_the_operator_containerd_defaults():
     for name in ("four-gpu-server", "mixed-fleet"):
-        assert "env" not in render_helm.gpu_operator_values(PLANS[name])["toolkit"]
+        env = render_helm.gpu_operator_values(PLANS[name])["toolkit"]["env"]
+        assert not [e for e in env if e["name"].startswith(("CONTAINERD_", "RUNTIME_"))], env
+
+
+def test_the_runtime_ignores_visible_devices_env_of_unprivileged_containers():
+    # NVIDIA Container Toolkit: accept-nvidia-visible-devices-envvar-when-unprivileged = false
+    # makes the runtime ignore NVIDIA_VISIBLE_DEVICES unless the container is privileged; the
+    # operator passes toolkit.env to the toolkit container, which writes that setting.
+    for name, plan in PLANS.items():
+        env = render_helm.gpu_operator_values(plan)["toolkit"]["env"]
+        assert {"name": "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED", "value": "false"} in env, name
 
 
 def test_kubelet_root_dir_only_from_26_7():
