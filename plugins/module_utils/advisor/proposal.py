@@ -230,7 +230,8 @@ class _Placement:
             names = {r["name"] for r in group}
             nodes = [n for n in self.ctx.inventory.nodes if not n.dra and n.model == model_key
                      and all((n.name, g.index) in self.free for g in n.gpus)]
-            nodes.sort(key=lambda n: (not any(self.used_by[(n.name, g.index)] & names for g in n.gpus), n.name))
+            nodes.sort(key=lambda n: (not any(self.used_by[(n.name, g.index)] & names for g in n.gpus),
+                                      any(g.team != order[0] for g in n.gpus), n.name))
             taken = []
             for n in nodes:
                 if len(taken) >= len(order):
@@ -326,14 +327,14 @@ class _Placement:
 
 def propose(ctx: _Context, results: list[dict], teams: list[dict], services: dict, sl: slice) -> dict:
     """The proposal: workloads, nodes, what did not fit, windows and what to buy. On the
-    current servers, whole serving first, then MPS (whole nodes), then MIG, then the GPUs of services kept as they
-    are, then time-sliced pools; training/batch get what is left."""
+    current servers, whole serving first, then MIG, then the GPUs of services kept as they are,
+    then MPS (whole nodes), then time-sliced pools; training/batch get what is left."""
     workloads, advised = _workloads(ctx.inventory, results)
     place = _Placement(ctx, services)
     place.whole_serving(advised)
-    place.mps(advised)
     place.mig(advised)
     place.kept(results, {w.name: w for w in ctx.inventory.workloads})
+    place.mps(advised)
     pools = place.pools(advised)
     place.batch(advised, teams)
     place.spare()

@@ -316,15 +316,17 @@ def choose(ctx, svc, f: dict, kind: str) -> dict:
 
 
 def neighbours(ctx, svc) -> tuple:
-    """The other services seen on the service's cards, each with the p95 of its activity there
-    (whole-GPU terms), busiest first; from ``ctx.services`` (empty without it)."""
+    """The other services on the service's cards while it was there, each with the p95 of its
+    activity there then (whole-GPU terms), busiest first; from ``ctx.services`` (empty without it)."""
     s = ctx.settings
     busiest = {}
     for other in (getattr(ctx, "services", None) or {}).values():
         if other is svc:
             continue
         for key in svc.devices.keys() & other.devices.keys():
-            p = _percentile(other.devices[key].act, s.compute_percentile)
+            mine = svc.devices[key]
+            there = mine.sharers > 0 if mine.sharers is not None else mine.act == mine.act    # not NaN
+            p = _percentile(other.devices[key].act[there], s.compute_percentile)
             if not math.isnan(p):
                 busiest[other.name] = max(busiest.get(other.name, 0.0), p)
     return tuple(sorted(((name, round(p, 3)) for name, p in busiest.items()), key=lambda n: (-n[1], n[0])))
