@@ -371,10 +371,7 @@ def _node_vars(ctx: _Context, assigned: dict) -> dict:
         for g in node.gpus:
             a = assigned.get((node.name, g.index)) or _gpu_as_is(g)
             if a["mode"] in SHARED_MODES:
-                # one replica count per node; MPS takes the fewest, so every client's equal limit holds its need
-                pick = min if a["mode"] == MPS else max
-                wanted = a.get("replicas", MIN_SHARED_REPLICAS)
-                replicas[a["mode"]] = pick(replicas.get(a["mode"], wanted), wanted)
+                replicas[a["mode"]] = max(replicas.get(a["mode"], MIN_SHARED_REPLICAS), a.get("replicas", MIN_SHARED_REPLICAS))
             gpus.append((g.index, a))
         raw["gpus"] = [e for e in (_gpu_entry(index, a, replicas) for index, a in gpus)
                        if not (e["mode"] == AUTO and len(e) == 2)]
