@@ -119,19 +119,19 @@ def _check_mps_without_mig(inventory: Inventory, node_states: list[list[dict]], 
     """MPS only in a cluster without MIG slices: the GPU Operator gives every device plugin the
     ClusterPolicy's mig.strategy as MIG_STRATEGY (gpu-operator controllers/object_controls.go,
     applyMIGConfiguration; an environment variable beats the config file, k8s-device-plugin
-    README), and the device plugin refuses MPS with mig-strategy mixed (cmd/nvidia-device-plugin
-    main.go: "using --mig-strategy=mixed is not supported with MPS"), so it would not start on
-    the MPS nodes."""
+    README), and the device plugin refuses MPS under the strategy MIG slices need
+    (sharing_planner.refuses_mps), so it would not start on the MPS nodes."""
     records = [n for nodes in node_states for n in nodes]
-    if sharing_planner.cluster_mig_strategy(records) != "mixed":
+    strategy = sharing_planner.cluster_mig_strategy(records)
+    if not sharing_planner.refuses_mps(strategy):
         return
     mig_nodes = sorted({n["name"] for n in records if sharing_planner.has_mig(n["gpus"])})
     mps_nodes = {n["name"] for n in records if any(g["mode"] == MPS for g in n["gpus"])}
     for node in inventory.nodes:
         if node.name in mps_nodes:
             problems.add(node.path + ".gpus", "MPS cannot run in a cluster with MIG slices (on %s): the GPU Operator "
-                         "gives every device plugin the cluster's MIG strategy, mixed here, and the device plugin "
-                         "refuses MPS with mig-strategy mixed" % ", ".join(mig_nodes), MPS,
+                         "gives every device plugin the cluster's MIG strategy, %s here, and the device plugin "
+                         "refuses MPS with mig-strategy %s" % (", ".join(mig_nodes), strategy, strategy), MPS,
                          "MPS where no GPU of the cluster is cut by MIG (in every window too)",
                          "Set this node's GPUs to timeslice, or keep the MIG-capable GPUs whole (mode whole), or run "
                          "the MPS servers in a cluster of their own")

@@ -88,6 +88,12 @@ def cluster_mig_strategy(node_states: Iterable[dict]) -> str:
     return mig_strategy(any(has_mig(node["gpus"]) for node in node_states))
 
 
+def refuses_mps(strategy: str) -> bool:
+    """Whether the device plugin refuses MPS under this MIG strategy (cmd/nvidia-device-plugin
+    main.go: "using --mig-strategy=mixed is not supported with MPS")."""
+    return strategy == "mixed"
+
+
 def device_plugin_config(sharing: NodeSharing, mig: bool) -> dict:
     """The device plugin config document for one node (ConfigMap value, version v1);
     ``mig``: whether the node has MIG slices."""
