@@ -152,6 +152,7 @@ class Case:
     settings: Settings = Settings()
     calibration: calibration_file.Calibration = calibration_file.DEFAULT
     neighbours: tuple = ()         # (service, p95 of its activity on a card they shared), busiest first
+    mig_nodes: tuple = ()          # servers with a GPU in mode mig (or a window's) now: no MPS beside them
 
     @cached_property
     def profile(self):
@@ -192,15 +193,20 @@ class Case:
                 or self.profile.memory_mib >= self.settings.mps_mig_waste * self.need)
 
     def mps_refusal(self) -> str | None:
-        """Why MPS is not proposed although it is a candidate (heavy neighbours), with the
-        measured reason; None otherwise."""
-        if not (self.mps_candidate and self.heavy_neighbours):
+        """Why MPS is not proposed although it is a candidate, with the measured reason: heavy
+        neighbours, or MIG slices in the cluster; None otherwise."""
+        if not self.mps_candidate:
             return None
         cal = self.calibration
-        return ("not MPS: it shared its card with %s; next to heavy loops a light service kept %.3f of its "
-                "throughput under MPS without limits, and equal limits cut a heavier service to %.3f (measured on %s)"
-                % (", ".join("%s (p95 %.2f of the card)" % n for n in self.heavy_neighbours),
-                   cal.mps_unlimited_small_next_to_heavy, cal.mps_equal_cap_heavier_service, cal.source))
+        if self.heavy_neighbours:
+            return ("not MPS: it shared its card with %s; next to heavy loops a light service kept %.3f of its "
+                    "throughput under MPS without limits, and equal limits cut a heavier service to %.3f (measured on %s)"
+                    % (", ".join("%s (p95 %.2f of the card)" % n for n in self.heavy_neighbours),
+                       cal.mps_unlimited_small_next_to_heavy, cal.mps_equal_cap_heavier_service, cal.source))
+        if self.mig_nodes:
+            return ("not MPS: the cluster has MIG slices (on %s), and the device plugin does not start MPS under the "
+                    "mixed MIG strategy they need" % ", ".join(self.mig_nodes))
+        return None
 
     def whole_gpus(self) -> int:
         """Whole GPUs per replica: as many as a pod held, or as its memory needs."""
@@ -273,7 +279,7 @@ RULES = (
     Rule("runs-whole", lambda c: c.kind in ("training", "batch"), _runs_whole),
     Rule("dra-server", lambda c: c.on_dra,
          lambda c: dict(sharing=DRA, why="runs on a DRA server: a device request for at least %d GiB" % c.memory_gib)),
-    Rule("mps-co-located", lambda c: c.mps_candidate and not c.heavy_neighbours, _mps,
+    Rule("mps-co-located", lambda c: c.mps_candidate and c.mps_refusal() is None, _mps,
          ("mps_heavy_compute", "mps_mig_waste")),
     Rule("mig-fits", lambda c: c.mig_single and c.profile is not None and c.profile.size < c.card.mig_grid, _mig_slice),
     Rule("no-slice-fits", lambda c: c.mig_single,
@@ -304,7 +310,7 @@ def choose(ctx, svc, f: dict, kind: str) -> dict:
     case = Case(kind=kind, f=f, card=card, on_dra=any(d.key[0] in ctx.dra_nodes for d in svc.devices.values()),
                 need=need, compute=compute, memory_gib=memory_gib, settings=s,
                 calibration=getattr(ctx, "calibration", None) or calibration_file.DEFAULT,
-                neighbours=neighbours(ctx, svc))
+                neighbours=neighbours(ctx, svc), mig_nodes=_mig_nodes(ctx))
     rule = next(r for r in RULES if r.applies(case))
     out.update(rule.decide(case))
     out["rule"] = rule.name
@@ -313,6 +319,13 @@ def choose(ctx, svc, f: dict, kind: str) -> dict:
         out["mps_refused"] = refusal
         out["why"] += "; " + refusal
     return out
+
+
+def _mig_nodes(ctx) -> tuple:
+    """Servers of the inventory with a GPU in mode mig, in its own mode or a window's."""
+    inventory = getattr(ctx, "inventory", None)
+    return tuple(n.name for n in (inventory.nodes if inventory else ())
+                 if any(g.mode == MIG or any(w.mode == MIG for w in g.windows) for g in n.gpus))
 
 
 def neighbours(ctx, svc) -> tuple:

@@ -211,3 +211,17 @@ def test_advisor_refuses_mps_next_to_heavy_neighbours_citing_the_calibration(hea
     assert refused in render_advice.report_markdown(advice, [], "accepted")
     assert (_svc(advice, "classifier")["sharing"], _svc(advice, "embeddings")["sharing"]) == ("mps", "mps")
     assert advice["plan_check"]["status"] in ("accepted", "repaired")
+
+
+def test_advisor_refuses_mps_in_a_cluster_with_mig_slices():
+    """An H200 cut by MIG elsewhere: the cluster's MIG strategy is mixed and the device plugin
+    does not start MPS under it (the planner refuses such a plan), so no service gets MPS."""
+    inv = _fleet_inventory()
+    inv["gpushare_nodes"]["h200-01"] = {"gpu_model": "h200", "gpu_count": 1,
+                                        "gpus": [{"index": 0, "mode": "mig", "team": "production"}]}
+    usage, truth = usage_synth.l40s_fleet()
+    advice = ua.advise(usage, inv, check=False)
+    for name in truth["services"]:
+        s = _svc(advice, name)
+        assert s["sharing"] == "whole" and s["rule"] == "no-mig-card", s
+        assert "the cluster has MIG slices (on h200-01)" in s["mps_refused"]
