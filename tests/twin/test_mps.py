@@ -138,9 +138,9 @@ def test_mps_node_advertises_the_replicated_count_and_the_quota_equals_it(twin_s
     allocatable = twin_session.wait_for(f"{NODE} advertising {SHARED}", shared, timeout=TIMEOUT)
     assert allocatable.get("nvidia.com/gpu", "0") == "0"
     cq = twin_session.get(f"{KUEUE}/clusterqueues/{QUEUE}")
-    quotas = {(f["name"], r["name"]): r["nominalQuota"] for g in cq["spec"]["resourceGroups"]
+    quotas = {"%s %s" % (f["name"], r["name"]): int(str(r["nominalQuota"])) for g in cq["spec"]["resourceGroups"]
               for f in g["flavors"] for r in f["resources"]}
-    assert list(quotas.values()) == [int(allocatable[SHARED])], quotas
+    assert list(quotas.values()) == [int(allocatable[SHARED])] and SHARED in next(iter(quotas)), quotas
     twin_session.wait_for("ClusterQueue active", lambda: is_true(
         twin_session.get(f"{KUEUE}/clusterqueues/{QUEUE}"), "Active"), timeout=TIMEOUT)
     RESULTS["advertised"] = int(allocatable[SHARED])
