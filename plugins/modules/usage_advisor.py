@@ -195,7 +195,7 @@ advice:
     - The whole advice (format C(gpushare.cluster/advice-v1)) - window read, per service the
       evidence, kind, choice, the rule that decided it (C(rule), see docs/advisor.md) and status
       (C(ok), C(not_enough_data), C(unstable), C(no_data), C(unknown_namespace)), per team quotas
-      and idle hours, sharing windows, GPUs to buy, notes, and the calibration cited (C(calibration): where it was measured and its ratios).
+      and idle hours, sharing windows, GPUs to buy, notes, and the calibration cited (C(calibration), where it was measured and its ratios).
   returned: success
   type: dict
 proposal:
