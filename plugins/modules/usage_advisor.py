@@ -127,6 +127,15 @@ options:
     description: Shortest daily sharing window proposed from idle hours.
     type: int
     default: 6
+  calibration:
+    description:
+      - A calibration file, the JSON that C(benchmarks/sharing_modes.py) writes (format 1) when run on one
+        of your GPU nodes - what time-slicing and MPS with and without per-client limits cost on your card.
+        The advisor cites its ratios where it chooses between the sharing modes (MPS for co-located small
+        inference, refused next to heavy neighbours).
+      - Without it, the H200 run shipped with the collection (docs/performance.md) is used.
+      - A file that cannot be read, or lacks a ratio the advisor reads, fails the module naming it.
+    type: path
   timeout:
     description: Seconds to wait for each Prometheus answer.
     type: float
@@ -187,7 +196,7 @@ advice:
     - The whole advice (format C(gpushare.cluster/advice-v1)) - window read, per service the
       evidence, kind, choice, the rule that decided it (C(rule), see docs/advisor.md) and status
       (C(ok), C(not_enough_data), C(unstable), C(no_data), C(unknown_namespace)), per team quotas
-      and idle hours, sharing windows, GPUs to buy, notes.
+      and idle hours, sharing windows, GPUs to buy, notes, and the calibration cited (C(calibration), where it was measured and its ratios).
   returned: success
   type: dict
 proposal:
@@ -229,7 +238,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.names import ARTI
 
 try:
     import yaml
-    from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import render_advice, usage_advisor
+    from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import calibration, render_advice, usage_advisor
     from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.prometheus_client import (
         PrometheusClient, PrometheusError)
     IMPORT_ERROR = None
@@ -271,6 +280,7 @@ def main():
             quota_percentile=dict(type='float', default=90.0),
             max_gap=dict(type='float', default=0.1),
             min_window_hours=dict(type='int', default=6),
+            calibration=dict(type='path'),
             timeout=dict(type='float', default=60),
             validate_certs=dict(type='bool', default=True),
             ca_path=dict(type='path'),
@@ -316,12 +326,13 @@ def main():
                  'gpushare_workloads': p['workloads'], 'gpushare_policy': p['policy'],
                  'gpushare_advise_match': p['match']}
     try:
+        measured = calibration.load(p['calibration'])
         label_names = usage_advisor.match_label_names(variables)
         client = PrometheusClient(p['prometheus_url'], timeout=p['timeout'], validate_certs=p['validate_certs'],
                                   ca_path=p['ca_path'], client_cert=p['client_cert'], client_key=p['client_key'],
                                   bearer_token=p['bearer_token'], username=p['username'], password=p['password'])
         usage = usage_advisor.fetch_usage(client, end, settings, label_names)
-        advice = usage_advisor.advise(usage, variables, settings)
+        advice = usage_advisor.advise(usage, variables, settings, calibration=measured)
     except (PrometheusError, usage_advisor.AdviceError) as exc:
         module.fail_json(msg=str(exc))
     plan_check = advice['plan_check']['text']

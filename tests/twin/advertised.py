@@ -14,6 +14,11 @@ reads the Plan or the collection's code, so the unit test and the twin can compa
   ``single`` every MIG device as ``nvidia.com/gpu``; ``sharing.timeSlicing`` / ``sharing.mps``
   ``resources: [{name, replicas[, rename]}]`` multiply that resource by ``replicas`` and, with
   ``renameByDefault: true``, advertise it as ``<name>.shared``.
+- MPS (k8s-device-plugin README, "With CUDA MPS": "the only supported resource available for
+  MPS are nvidia.com/gpu resources and only with full GPUs", "Sharing with MPS is currently not
+  supported on devices with MIG enabled"; cmd/nvidia-device-plugin/main.go: "using
+  --mig-strategy=mixed is not supported with MPS"): a config that breaks these does not start
+  the plugin, so nothing is advertised; here it is an error.
 """
 from __future__ import annotations
 
@@ -58,6 +63,11 @@ def device_plugin_resources(config: dict, layouts: list[dict | None]) -> dict[st
                 counts[name] += n
     for method, sharing in (config.get("sharing") or {}).items():
         assert method in ("timeSlicing", "mps"), method
+        if method == "mps":
+            names = sorted(r["name"] for r in sharing["resources"])
+            if names != ["nvidia.com/gpu"] or strategy == "mixed" or any(layout is not None for layout in layouts):
+                raise AssertionError("the device plugin does not start with sharing.mps of %s, migStrategy %s and MIG "
+                                     "layouts %s: MPS shares nvidia.com/gpu on full GPUs only" % (names, strategy, layouts))
         for resource in sharing["resources"]:
             cards = counts.pop(resource["name"], 0)
             name = resource.get("rename") or (resource["name"] + ".shared" if sharing.get("renameByDefault")

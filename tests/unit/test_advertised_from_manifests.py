@@ -15,7 +15,7 @@ import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import manifest_files
-from inventories import EXAMPLE_NAMES, ROOT, load_example
+from inventories import EXAMPLE_NAMES, ROOT, load_dir, load_example
 
 sys.path.insert(0, str(ROOT / "tests" / "twin"))
 import advertised as oracle  # noqa: E402
@@ -25,9 +25,9 @@ def _objects(files, path):
     return [o for o in yaml.safe_load_all(files[path]) if o]
 
 
-def states(example: str):
+def states(example: str, variables: dict | None = None):
     """(state name, node name, labels, what the node advertises by the oracle, by the Plan)."""
-    variables = load_example(example)
+    variables = variables or load_example(example)
     gpu_count = {host: node["gpu_count"] for host, node in variables["gpushare_nodes"].items()}
     plan = build_plan(variables)
     files = {f["path"]: f["content"] for f in manifest_files(plan)}
@@ -68,3 +68,25 @@ def test_the_oracle_reads_sharing_and_mig_as_upstream_documents():
     assert oracle.advertised({"mig": mig, "dp": plugin}, {}, 4) == {"nvidia.com/gpu": 4}
     with pytest.raises(AssertionError, match="not in the ConfigMap"):
         oracle.advertised({"mig": mig, "dp": plugin}, {"nvidia.com/mig.config": "gone"}, 4)
+
+
+def test_the_mps_node_advertises_what_the_plan_says():
+    """tests/twin/inventory-mps: two L40S shared by MPS, 4 replicas each: 8 nvidia.com/gpu.shared."""
+    found = states("inventory-mps", load_dir(ROOT / "tests" / "twin" / "inventory-mps"))
+    assert [(s, n, a) for s, n, a, _p in found] == [("base", "mps-l40s-01", {"nvidia.com/gpu.shared": 8})]
+    assert all(a == p for _s, _n, a, p in found)
+
+
+def test_the_oracle_reads_mps_as_upstream_documents():
+    """README "With CUDA MPS": replicas per full GPU; no MPS with MIG or under mig-strategy mixed."""
+    mig = {"config.yaml": yaml.safe_dump({"version": "v1", "mig-configs": {
+        "none": [{"devices": "all", "mig-enabled": False}],
+        "cut": [{"devices": [0], "mig-enabled": True, "mig-devices": {"1g.18gb": 7}}, {"devices": [1], "mig-enabled": False}]}})}
+    mps = {"version": "v1", "flags": {"migStrategy": "none"}, "sharing": {"mps": {
+        "renameByDefault": True, "failRequestsGreaterThanOne": True, "resources": [{"name": "nvidia.com/gpu", "replicas": 10}]}}}
+    plugin = {"mps": yaml.safe_dump(mps), "mixed": yaml.safe_dump(dict(mps, flags={"migStrategy": "mixed"}))}
+    labels = {"nvidia.com/mig.config": "none", "nvidia.com/device-plugin.config": "mps"}
+    assert oracle.advertised({"mig": mig, "dp": plugin}, labels, 8) == {"nvidia.com/gpu.shared": 80}   # README: 8 GPUs x 10
+    for bad in (dict(labels, **{"nvidia.com/device-plugin.config": "mixed"}), dict(labels, **{"nvidia.com/mig.config": "cut"})):
+        with pytest.raises(AssertionError, match="does not start with sharing.mps"):
+            oracle.advertised({"mig": mig, "dp": plugin}, bad, 2)

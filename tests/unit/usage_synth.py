@@ -288,3 +288,69 @@ def real_cluster_day(days: int = 28, seed: int = 1, duplicate_shared: bool = Tru
     if compact:
         b.compact()
     return b.usage(), truth
+
+
+# --------------------------------------------------------------------------- small inference on an L40S fleet
+
+# Per pod, constant: (MiB held, activity of the card); shaped like the calibration's services (an
+# embeddings service, a text classifier, a speech-to-text encoder), sized for an L40S.
+L40S_SERVICES = {"embeddings": (1600.0, 0.08), "classifier": (1400.0, 0.06), "speech-to-text": (2200.0, 0.22)}
+L40S_PODS = {"embeddings": 2, "classifier": 2, "speech-to-text": 1}
+HEAVY_NEIGHBOUR = (20000.0, 0.9)       # a fine-tune on the speech service's card: MiB, activity
+NOTEBOOK_MIB = 6000.0
+
+
+def l40s_fleet(days: int = 28, seed: int = 3, heavy_neighbour: bool = False) -> tuple[UsageData, dict]:
+    """Three small inference services of team production time-sliced together on node l40s-a
+    (2 L40S): embeddings (2 pods) and classifier (2 pods) on GPU 0, speech-to-text (1 pod) on
+    GPU 1 with one embeddings pod half of each day (so the per-pod weights separate them);
+    four notebooks of team data-science time-sliced on l40s-b (2 L40S). Each inference pod holds
+    and draws constant amounts (``L40S_SERVICES``) and is restarted for an hour at a different
+    time every day (so its pods are up at least 95 % of the time, apart from the others at
+    times). Every pod of a device carries the device's series (dcgm-exporter copies them).
+    With ``heavy_neighbour`` a nightly fine-tune (team training, ``HEAVY_NEIGHBOUR``) runs on
+    l40s-a GPU 1 next to speech-to-text, 01:00-11:00 (while embeddings' second pod is on GPU 0).
+
+    Returns the usage and the truth: per service its per-pod MiB and activity, and per device the
+    pods on it."""
+    b = Builder(days=days, seed=seed)
+    hour = b.hours.astype(int)
+    placement = {("l40s-a", 0): [("embeddings", 0), ("embeddings", 1), ("classifier", 0), ("classifier", 1)],
+                 ("l40s-a", 1): [("speech-to-text", 0), ("embeddings", 1)]}
+    up = {}
+    for k, (name, count) in enumerate(L40S_PODS.items()):
+        for i in range(count):
+            pod = "%s-5f6d8c7b9-%s" % (name, "abcde"[i] * 5)
+            b.pod("prod-serving", pod, "ReplicaSet", "%s-5f6d8c7b9" % name)
+            up[(name, i)] = (pod, hour != (3 * k + 5 * i + 1) % 24)        # restarted one hour a day
+    # the second embeddings pod is on GPU 1 from 12:00 to 24:00, on GPU 0 otherwise
+    moving = ("embeddings", 1)
+    where = {("l40s-a", 0): lambda name, i: up[(name, i)][1] & (((name, i) != moving) | (b.hours < 12)),
+             ("l40s-a", 1): lambda name, i: up[(name, i)][1] & (((name, i) != moving) | (b.hours >= 12))}
+    night = (b.hours >= 1) & (b.hours < 11)
+    for (node, gpu), pods in placement.items():
+        on = {p: where[(node, gpu)](*p) for p in pods}
+        mem = sum(on[p] * L40S_SERVICES[p[0]][0] for p in pods)
+        act = sum(on[p] * L40S_SERVICES[p[0]][1] for p in pods)
+        heavy = heavy_neighbour and gpu == 1
+        if heavy:
+            mem = mem + night * HEAVY_NEIGHBOUR[0]
+            act = act + night * HEAVY_NEIGHBOUR[1]
+        for p in pods:
+            b.device(node, gpu, "prod-serving", up[p][0], mem, act, model="l40s", up=on[p])
+        if heavy:
+            night_index = ((b.t - b.start) // DAY).astype(int)
+            for n in range(days):
+                run = night & (night_index == n)
+                if run.any():
+                    job = "fine-tune-%d" % (29400000 + n)
+                    b.pod("training", "%s-abcde" % job, "Job", job, run)
+                    b.device(node, gpu, "training", "%s-abcde" % job, mem, act, model="l40s", up=run)
+    # l40s-b: four notebooks on GPU 0, each holding NOTEBOOK_MIB, busy in bursts at work hours
+    workday = (b.weekday < 5) & (b.hours >= 8) & (b.hours < 18)
+    for i in range(4):
+        b.pod("data-science", "notebooks-%d" % i, "StatefulSet", "notebooks")
+    bursts = np.where(workday & (b.rng.random(b.steps) < 0.3), 0.6, 0.0)
+    for i in range(4):
+        b.device("l40s-b", 0, "data-science", "notebooks-%d" % i, 4 * NOTEBOOK_MIB + b.noise(20), bursts, model="l40s")
+    return b.usage(), {"services": dict(L40S_SERVICES), "pods": dict(L40S_PODS), "placement": placement}

@@ -10,7 +10,7 @@ import math
 from collections import Counter, defaultdict
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog, mig_geometry
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import AUTO, DRA, MIG, SHARED_MODES, TIMESLICE, WHOLE
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import AUTO, DRA, MIG, MPS, SHARED_MODES, TIMESLICE, WHOLE
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.features import _Context
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.rules import (
     MAX_SHARED_REPLICAS, MIN_SHARED_REPLICAS, choose_profile)
@@ -211,6 +211,40 @@ class _Placement:
                 else:
                     self.unplaced.append("MIG services %s: one %s GPU short" % (", ".join(sorted(names)), model_key))
 
+    def mps(self, advised: list[dict]) -> None:
+        """MPS services, per card model: the device plugin shares every GPU of a node by MPS with
+        one replica count, so they take whole free nodes (those they ran on first), enough cards
+        for each team's clients at the fewest clients per card any of them allows (every client's
+        equal limit then holds its need)."""
+        groups = defaultdict(list)
+        for r in advised:
+            if r["sharing"] == MPS:
+                groups[r["model"]].append(r)
+        for model_key, group in sorted(groups.items()):
+            clients = min(r["gpu_replicas"] for r in group)
+            by_team = Counter()
+            for r in group:
+                by_team[r["team"]] += r["replicas"]
+            order = [team for team, n in sorted(by_team.items(), key=lambda kv: (-kv[1], kv[0]))
+                     for _card in range(int(math.ceil(n / float(clients))))]
+            names = {r["name"] for r in group}
+            nodes = [n for n in self.ctx.inventory.nodes if not n.dra and n.model == model_key
+                     and all((n.name, g.index) in self.free for g in n.gpus)]
+            nodes.sort(key=lambda n: (not any(self.used_by[(n.name, g.index)] & names for g in n.gpus),
+                                      any(g.team != order[0] for g in n.gpus), n.name))
+            taken = []
+            for n in nodes:
+                if len(taken) >= len(order):
+                    break
+                taken += [(n.name, g.index) for g in n.gpus]
+            for i, k in enumerate(taken):
+                self.free.pop(k)
+                # a node's GPUs beyond the clients' cards go to the team with most clients
+                self.assigned[k] = {"mode": MPS, "team": order[i] if i < len(order) else order[0], "replicas": clients}
+            if len(taken) < len(order):
+                self.unplaced.append("%s: %d MPS %s GPUs short (MPS takes every GPU of a node)"
+                                     % (", ".join(sorted(names)), len(order) - len(taken), model_key))
+
     def pools(self, advised: list[dict]) -> list[tuple]:
         """Time-sliced pools: (result, its GPUs) each. A pool whose service shared a device with
         an already placed pool joins that pool's GPUs when their memory holds both (as the
@@ -293,13 +327,14 @@ class _Placement:
 
 def propose(ctx: _Context, results: list[dict], teams: list[dict], services: dict, sl: slice) -> dict:
     """The proposal: workloads, nodes, what did not fit, windows and what to buy. On the
-    current servers, whole serving first, then MIG, then the GPUs of services kept as they
-    are, then time-sliced pools; training/batch get what is left."""
+    current servers, whole serving first, then MIG, then the GPUs of services kept as they are,
+    then MPS (whole nodes), then time-sliced pools; training/batch get what is left."""
     workloads, advised = _workloads(ctx.inventory, results)
     place = _Placement(ctx, services)
     place.whole_serving(advised)
     place.mig(advised)
     place.kept(results, {w.name: w for w in ctx.inventory.workloads})
+    place.mps(advised)
     pools = place.pools(advised)
     place.batch(advised, teams)
     place.spare()
@@ -438,7 +473,7 @@ def _cards_for(ctx: _Context, card: gpu_catalog.GpuModel, advised: list[dict], l
                 cards += r["replicas"] * max(1, int(math.ceil(need / card.memory_mib)))
             else:
                 profiles += [p] * r["replicas"]
-        elif r["sharing"] == TIMESLICE:
+        elif r["sharing"] in SHARED_MODES:
             cards += max(1, int(math.ceil(r["replicas"] * need / card.memory_mib)))
     if profiles:
         cards += _first_fit(card, sorted(profiles, key=lambda p: -p.size))[1]

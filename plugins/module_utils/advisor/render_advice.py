@@ -11,7 +11,7 @@ from html import escape
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_svg import PALETTE
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
-    AUTO, DRA, ISOLATION_TO_SHARING, MIG, TIMESLICE, WHOLE)
+    AUTO, DRA, ISOLATION_TO_SHARING, MIG, MPS, TIMESLICE, WHOLE)
 
 CHART_W, CHART_H, PAD_L, PAD_B = 640, 150, 48, 22
 
@@ -160,6 +160,8 @@ def choice_text(s: dict) -> str:
         return "MIG %s" % s["mig_profile"]
     if s["sharing"] == TIMESLICE:
         return "time-sliced, %d sharers" % s["replicas"]
+    if s["sharing"] == MPS:
+        return "MPS, %d clients per card, each 1/%d" % (s["gpu_replicas"], s["gpu_replicas"])
     if s["sharing"] == DRA:
         return "DRA, at least %s GiB" % s["memory_gib"]
     return "whole, %d GPU%s per replica" % (s["gpus"], "" if s["gpus"] == 1 else "s")
@@ -194,6 +196,9 @@ def report_markdown(advice: dict, change_lines: list[str], plan_check: str) -> s
              "`ansible-playbook -i <this directory>/inventory/hosts.yml playbooks/plan.yml`); workloads alone: "
              "`workloads.yml`; differences: `proposal.diff`. Nothing is applied.", "",
              "Check of the proposal by the planner: %s." % plan_check, ""]
+    if advice.get("calibration"):
+        lines += ["Sharing modes compared by measurements on %s (the calibration; `calibration` of the usage_advisor "
+                  "module for your own card's)." % advice["calibration"]["source"], ""]
     lines += _repairs_section(advice.get("repairs") or [])
     lines += _services_section(advice["services"])
     lines += _unmatched_section(advice.get("unmatched") or [])

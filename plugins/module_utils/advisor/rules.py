@@ -17,9 +17,10 @@ from functools import cached_property
 from typing import Callable
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import DRA, MIG, TIMESLICE, WHOLE
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import DRA, MIG, MPS, TIMESLICE, WHOLE
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.settings import MIB_PER_GIB, Settings
-from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.features import compute_slices_of
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.features import _percentile, compute_slices_of
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import calibration as calibration_file
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.usage import METRIC_MEMORY
 
 # The replicas the inventory accepts on a shared GPU (inventory/model.py: 2..64).
@@ -148,6 +149,10 @@ class Case:
     need: float                    # memory needed, MiB
     compute: float                 # compute needed, whole-GPU terms
     memory_gib: float              # the need as the inventory writes it
+    settings: Settings = Settings()
+    calibration: calibration_file.Calibration = calibration_file.DEFAULT
+    neighbours: tuple = ()         # (service, p95 of its activity on a card they shared), busiest first
+    mig_nodes: tuple = ()          # servers with a GPU in mode mig (or a window's) now: no MPS beside them
 
     @cached_property
     def profile(self):
@@ -158,6 +163,50 @@ class Case:
     def mig_single(self) -> bool:
         """On a MIG-capable card, one GPU per replica."""
         return self.card is not None and self.card.mig_capable and self.f["gpus_per_replica"] == 1
+
+    @property
+    def mps_clients(self) -> int:
+        """Clients per card whose equal MPS share (1/clients of the memory and of the SMs, as the
+        device plugin sets it) still holds this service's memory and compute: the limit follows
+        its need."""
+        if self.card is None or self.need <= 0:
+            return 0
+        by_memory = int(self.card.memory_mib // self.need)
+        by_compute = int(1.0 // self.compute) if self.compute > 0 else MAX_SHARED_REPLICAS
+        return min(MAX_SHARED_REPLICAS, by_memory, by_compute)
+
+    @property
+    def heavy_neighbours(self) -> tuple:
+        """Neighbours on its cards at least ``mps_heavy_compute`` busy."""
+        return tuple(n for n in self.neighbours if n[1] >= self.settings.mps_heavy_compute)
+
+    @property
+    def mps_candidate(self) -> bool:
+        """Small inference co-located with other pods (so it runs without fault isolation now) on
+        one GPU per replica, at least two equal MPS shares of the card holding its need, on a card
+        without MIG or where MIG's smallest slice holding it wastes memory."""
+        if self.kind != "serving" or self.card is None or self.f["gpus_per_replica"] != 1:
+            return False
+        if not (self.f["pooled"] or self.f.get("sharing")) or self.mps_clients < MIN_SHARED_REPLICAS:
+            return False
+        return (not self.card.mig_capable or self.profile is None
+                or self.profile.memory_mib >= self.settings.mps_mig_waste * self.need)
+
+    def mps_refusal(self) -> str | None:
+        """Why MPS is not proposed although it is a candidate, with the measured reason: heavy
+        neighbours, or MIG slices in the cluster; None otherwise."""
+        if not self.mps_candidate:
+            return None
+        cal = self.calibration
+        if self.heavy_neighbours:
+            return ("not MPS: it shared its card with %s; next to heavy loops a light service kept %.3f of its "
+                    "throughput under MPS without limits, and equal limits cut a heavier service to %.3f (measured on %s)"
+                    % (", ".join("%s (p95 %.2f of the card)" % n for n in self.heavy_neighbours),
+                       cal.mps_unlimited_small_next_to_heavy, cal.mps_equal_cap_heavier_service, cal.source))
+        if self.mig_nodes:
+            return ("not MPS: the cluster has MIG slices (on %s), and the device plugin does not start MPS under the "
+                    "mixed MIG strategy they need" % ", ".join(self.mig_nodes))
+        return None
 
     def whole_gpus(self) -> int:
         """Whole GPUs per replica: as many as a pod held, or as its memory needs."""
@@ -178,11 +227,29 @@ def _time_sliced(c: Case) -> dict:
     sharers = max(MIN_SHARED_REPLICAS, c.f["replicas"])
     pool_gpus = max(1, int(math.ceil(sharers * c.need / usable)))
     why = ("%d sharers of %.1f GiB each fit %d %s card%s; time-slicing (each of k sharers gets 1/k of the card, "
-           "about 7 %% lost to switching)" % (sharers, c.need / 1024.0, pool_gpus, c.card.key if c.card else "GPU",
-                                              "" if pool_gpus == 1 else "s"))
+           "about %.0f %% lost to switching)" % (sharers, c.need / 1024.0, pool_gpus, c.card.key if c.card else "GPU",
+                                                 "" if pool_gpus == 1 else "s",
+                                                 100 * (1 - c.calibration.timeslice_heavy_total)))
     return dict(sharing=TIMESLICE, replicas=sharers, pool_gpus=pool_gpus,
                 gpu_replicas=min(MAX_SHARED_REPLICAS, max(MIN_SHARED_REPLICAS, int(math.ceil(sharers / pool_gpus)))),
                 why=why)
+
+
+def _mps(c: Case) -> dict:
+    clients = c.mps_clients
+    replicas = max(1, c.f["replicas"])
+    cal = c.calibration
+    why = ("co-located small inference (%.1f GiB, p95 %.2f of a card): MPS, %d clients per %s card, each limited to "
+           "1/%d (%d %% of the SMs, %.1f GiB), which holds its need; measured on %s: small inference services "
+           "together served %.2fx the inferences of time-slicing under MPS (%.2fx with equal limits); the limit "
+           "follows the need because an equal limit below it cut a heavier service to %.3f of its throughput"
+           % (c.need / 1024.0, c.compute, clients, c.card.key, clients, 100 // clients,
+              c.card.memory_mib / clients / 1024.0, cal.source, cal.mps_vs_timeslice, cal.mps_equal_cap_vs_timeslice,
+              cal.mps_equal_cap_heavier_service))
+    if c.neighbours:
+        why += "; its neighbours are light (busiest %s, p95 %.2f of the card)" % c.neighbours[0]
+    return dict(sharing=MPS, replicas=replicas, gpu_replicas=clients,
+                pool_gpus=max(1, int(math.ceil(replicas / float(clients)))), why=why)
 
 
 def _runs_whole(c: Case) -> dict:
@@ -212,6 +279,8 @@ RULES = (
     Rule("runs-whole", lambda c: c.kind in ("training", "batch"), _runs_whole),
     Rule("dra-server", lambda c: c.on_dra,
          lambda c: dict(sharing=DRA, why="runs on a DRA server: a device request for at least %d GiB" % c.memory_gib)),
+    Rule("mps-co-located", lambda c: c.mps_candidate and c.mps_refusal() is None, _mps,
+         ("mps_heavy_compute", "mps_mig_waste")),
     Rule("mig-fits", lambda c: c.mig_single and c.profile is not None and c.profile.size < c.card.mig_grid, _mig_slice),
     Rule("no-slice-fits", lambda c: c.mig_single,
          _whole(lambda c: "needs %.1f GiB and %.2f of a GPU: no MIG slice smaller than the whole card holds both"
@@ -239,11 +308,41 @@ def choose(ctx, svc, f: dict, kind: str) -> dict:
            "reservation": bool(reservation), "compute_need": round(compute, 4), "memory_gib": memory_gib,
            "replicas": max(1, f["replicas"]), "gpus": 1, "mig_profile": None, "model": card.key if card else None}
     case = Case(kind=kind, f=f, card=card, on_dra=any(d.key[0] in ctx.dra_nodes for d in svc.devices.values()),
-                need=need, compute=compute, memory_gib=memory_gib)
+                need=need, compute=compute, memory_gib=memory_gib, settings=s,
+                calibration=getattr(ctx, "calibration", None) or calibration_file.DEFAULT,
+                neighbours=neighbours(ctx, svc), mig_nodes=_mig_nodes(ctx))
     rule = next(r for r in RULES if r.applies(case))
     out.update(rule.decide(case))
     out["rule"] = rule.name
+    refusal = case.mps_refusal()
+    if refusal:
+        out["mps_refused"] = refusal
+        out["why"] += "; " + refusal
     return out
+
+
+def _mig_nodes(ctx) -> tuple:
+    """Servers of the inventory with a GPU in mode mig, in its own mode or a window's."""
+    inventory = getattr(ctx, "inventory", None)
+    return tuple(n.name for n in (inventory.nodes if inventory else ())
+                 if any(g.mode == MIG or any(w.mode == MIG for w in g.windows) for g in n.gpus))
+
+
+def neighbours(ctx, svc) -> tuple:
+    """The other services on the service's cards while it was there, each with the p95 of its
+    activity there then (whole-GPU terms), busiest first; from ``ctx.services`` (empty without it)."""
+    s = ctx.settings
+    busiest = {}
+    for other in (getattr(ctx, "services", None) or {}).values():
+        if other is svc:
+            continue
+        for key in svc.devices.keys() & other.devices.keys():
+            mine = svc.devices[key]
+            there = mine.sharers > 0 if mine.sharers is not None else mine.act == mine.act    # not NaN
+            p = _percentile(other.devices[key].act[there], s.compute_percentile)
+            if not math.isnan(p):
+                busiest[other.name] = max(busiest.get(other.name, 0.0), p)
+    return tuple(sorted(((name, round(p, 3)) for name, p in busiest.items()), key=lambda n: (-n[1], n[0])))
 
 
 def signature(c: dict) -> tuple:

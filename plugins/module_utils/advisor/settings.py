@@ -53,5 +53,9 @@ class Settings:
     serving_presence: float = 0.9         # serving: up at least this share of the window
     training_run_hours: float = 2.0       # runs of this median length or longer are training, shorter ones batch,
     batch_max_gpus: int = 1               # unless a pod holds more GPUs than this (then training)
+    # -- MPS (the mps-co-located rule; the measured reasons come from the calibration)
+    mps_heavy_compute: float = 0.5        # a neighbour this busy (p95, of the card) on a card it shared is heavy
+    mps_mig_waste: float = 4.0            # on a MIG card, MPS only where the smallest slice holding the need
+    #                                       has at least this many times the memory needed
     # -- buying
     buy_max_cards: int = 16               # a model needing more cards than this for one replica is no option

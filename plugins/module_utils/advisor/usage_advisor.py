@@ -25,9 +25,10 @@ from collections import defaultdict
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import model as inv_model
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import TIMESLICE
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import SHARED_MODES
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.settings import (
     ADVICE_FORMAT, MIB_PER_GIB, AdviceError, Settings)
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import calibration as calibration_file
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import identity
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.usage import (
     METRIC_ACTIVE, METRIC_FREE, METRIC_MEMORY, METRIC_OWNER, METRIC_UTIL, NODES_PER_QUERY, SECONDS_PER_DAY,
@@ -51,9 +52,12 @@ __all__ = [
 ]
 
 
-def advise(usage: UsageData, variables: dict, settings: Settings = Settings(), check: bool = True) -> dict:
+def advise(usage: UsageData, variables: dict, settings: Settings = Settings(), check: bool = True,
+           calibration: calibration_file.Calibration = calibration_file.DEFAULT) -> dict:
     """The advice for ``usage`` and the inventory ``variables`` (as the plan module takes them,
     plus ``gpushare_advise_match``: how each workload's pods are recognised, identity.py).
+    ``calibration``: what the sharing modes cost, measured (calibration.py), cited where the
+    rules choose between them.
 
     Raises AdviceError when there is nothing to advise from (no series, too little history)
     or the workloads' selectors are wrong (one pod matched by two workloads, a selector that
@@ -65,6 +69,7 @@ def advise(usage: UsageData, variables: dict, settings: Settings = Settings(), c
     if not usage.series:
         raise AdviceError("no GPU series in %s: nothing to advise from" % (usage.source or "the data"))
     ctx = _Context(usage, inventory, settings)
+    ctx.calibration = calibration
     ctx.raw_nodes = {inv_model.node_name(str(h)): (str(h), v) for h, v in (variables.get("gpushare_nodes") or {}).items()}
     first, last, node_present = _observed(usage, settings)
     window = slice(first, last + 1)
@@ -78,6 +83,7 @@ def advise(usage: UsageData, variables: dict, settings: Settings = Settings(), c
     ctx.node_up = {node: p for node, p in node_present.items() if node not in gaps}
     ctx.identity = identity.assign(_pods(usage), inventory.workloads, selectors, _team_namespaces(inventory))
     services, notes = services_of(ctx)
+    ctx.services = services          # the rules read a service's neighbours on its cards
     notes = list(usage.notes) + notes
     half = first + (last + 1 - first) // 2
     halves = (slice(first, half), slice(half, last + 1))
@@ -108,7 +114,7 @@ def advise(usage: UsageData, variables: dict, settings: Settings = Settings(), c
               "window": {"from": iso(usage, first), "until": iso(usage, last),
                          "days": round(_days(usage, first, last), 2), "step_s": usage.step,
                          "timezone": inventory.policy.timezone},
-              "settings": settings.__dict__, "gaps": {n: round(v, 3) for n, v in gaps.items()},
+              "settings": settings.__dict__, "calibration": calibration.as_dict(), "gaps": {n: round(v, 3) for n, v in gaps.items()},
               "services": results, "teams": teams, "windows": proposal.pop("windows"),
               "buy": proposal.pop("buy"), "proposal": proposal, "notes": notes,
               "unmatched": [_unmatched_row(r) for r in results if r.get("identity", {}).get("rule") == "unmatched"],
@@ -287,7 +293,7 @@ def _service_advice(ctx: _Context, svc, team: str | None, declared, gaps: dict, 
     choice = choose(ctx, svc, f, kind)
     entry.update(kind=kind, kind_why=why)
     entry.update(choice)
-    if choice.get("sharing") == TIMESLICE:
+    if choice.get("sharing") in SHARED_MODES:
         entry["idle_hours"] = idle_hours(ctx, f, window)
         entry["shared_with"] = sorted({w.split("/", 1)[1] for d in f["sharing"] for w in d["with"]})
     if choice["status"] == "ok" and s.stability:

@@ -26,7 +26,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import (
     Inventory, check_state, clock_minutes, load_inventory, time_zone, window_minutes)
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import AUTO, DRA, MIG, MODES, SHARED_MODES, TIMESLICE, WHOLE
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import AUTO, DRA, MIG, MODES, MPS, SHARED_MODES, TIMESLICE, WHOLE
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import PLAN_FORMAT
 
 
@@ -58,6 +58,8 @@ def _build(inventory: Inventory, current: dict | None) -> dict:
     state = _plan_state(inventory, Problems(), suffix="", current=current)
     problems = Problems()
     windows = [_plan_window(inventory, name, state["nodes"], problems) for name in _window_names(inventory)]
+    problems.raise_if_any()
+    _check_mps_without_mig(inventory, [state["nodes"]] + [w["nodes"] for w in windows], problems)
     problems.raise_if_any()
     return {
         "format": PLAN_FORMAT,
@@ -114,6 +116,28 @@ def _plan_state(inventory: Inventory, problems: Problems, suffix: str, current: 
         "warnings": warnings,
         "mig_solve": mig_solve.as_dict(),
     }
+
+
+def _check_mps_without_mig(inventory: Inventory, node_states: list[list[dict]], problems: Problems) -> None:
+    """MPS only in a cluster without MIG slices: the GPU Operator gives every device plugin the
+    ClusterPolicy's mig.strategy as MIG_STRATEGY (gpu-operator controllers/object_controls.go,
+    applyMIGConfiguration; an environment variable beats the config file, k8s-device-plugin
+    README), and the device plugin refuses MPS under the strategy MIG slices need
+    (sharing_planner.refuses_mps), so it would not start on the MPS nodes."""
+    records = [n for nodes in node_states for n in nodes]
+    strategy = sharing_planner.cluster_mig_strategy(records)
+    if not sharing_planner.refuses_mps(strategy):
+        return
+    mig_nodes = sorted({n["name"] for n in records if sharing_planner.has_mig(n["gpus"])})
+    mps_nodes = {n["name"] for n in records if any(g["mode"] == MPS for g in n["gpus"])}
+    for node in inventory.nodes:
+        if node.name in mps_nodes:
+            problems.add(node.path + ".gpus", "MPS cannot run in a cluster with MIG slices (on %s): the GPU Operator "
+                         "gives every device plugin the cluster's MIG strategy, %s here, and the device plugin "
+                         "refuses MPS with mig-strategy %s" % (", ".join(mig_nodes), strategy, strategy), MPS,
+                         "MPS where no GPU of the cluster is cut by MIG (in every window too)",
+                         "Set this node's GPUs to timeslice, or keep the MIG-capable GPUs whole (mode whole), or run "
+                         "the MPS servers in a cluster of their own")
 
 
 def _mig_models(inventory: Inventory) -> tuple[str, ...]:

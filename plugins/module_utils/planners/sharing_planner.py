@@ -15,7 +15,11 @@ strategies"; NVIDIA/cloud-native-docs gpu-operator/gpu-sharing.rst):
 * ``renameByDefault: true`` advertises ``<resource>.shared``, so the shared pool gets its
   own Kueue quota line; ``failRequestsGreaterThanOne: true`` because a pod asking for two
   replicas gets no more compute (recommended by NVIDIA, off by default).
-* MPS: full GPUs only, all GPUs of the node, never with MIG.
+* MPS: full GPUs only, all GPUs of the node, never with MIG, and not in a cluster with MIG
+  slices at all (plan._check_mps_without_mig: the device plugin refuses MPS under
+  mig-strategy mixed); ``sharing.mps`` renders like ``sharing.timeSlicing``
+  (``renameByDefault``, ``failRequestsGreaterThanOne``, ``resources``), the MPS control daemon
+  then limits each replica to an equal share of the card's memory and compute.
 """
 
 from __future__ import annotations
@@ -84,14 +88,20 @@ def cluster_mig_strategy(node_states: Iterable[dict]) -> str:
     return mig_strategy(any(has_mig(node["gpus"]) for node in node_states))
 
 
+def refuses_mps(strategy: str) -> bool:
+    """Whether the device plugin refuses MPS under this MIG strategy (cmd/nvidia-device-plugin
+    main.go: "using --mig-strategy=mixed is not supported with MPS")."""
+    return strategy == "mixed"
+
+
 def device_plugin_config(sharing: NodeSharing, mig: bool) -> dict:
     """The device plugin config document for one node (ConfigMap value, version v1);
     ``mig``: whether the node has MIG slices."""
     config: dict = {"version": "v1", "flags": {"migStrategy": mig_strategy(mig)}}
     if sharing.method:
-        method = {"renameByDefault": True}
-        if sharing.method == MODES[TIMESLICE].device_plugin_method:
-            method["failRequestsGreaterThanOne"] = True   # MPS has no such flag
+        # For MPS the device plugin forces failRequestsGreaterThanOne to true (api/config/v1/config.go,
+        # since v0.15.0); it is written for both so the config says what the plugin does.
+        method = {"renameByDefault": True, "failRequestsGreaterThanOne": True}
         method["resources"] = [{"name": sharing.resource, "replicas": sharing.replicas}]
         config["sharing"] = {sharing.method: method}
     return config

@@ -1,0 +1,173 @@
+"""MPS applied on the twin: tests/twin/inventory-mps (one server, mps-l40s-01, two L40S with
+`mode: mps`, 4 replicas each; team mps-inference) applied by the gpu_operator and kueue roles
+(playbooks/site.yml, nothing installed; a second run changes nothing). The node is a KWOK
+node made from the Plan (gpu_nodes.py); what it advertises is written by the device-plugin
+stand-in, which reads the ConfigMap the role applied in the upstream format (advertised.py,
+k8s-device-plugin README "With CUDA MPS"), never the Plan.
+
+Checked, against numbers worked out by hand (2 cards x 4 replicas = 8):
+- the device-plugin ConfigMap holds the node's config with `sharing.mps` (renameByDefault,
+  failRequestsGreaterThanOne, nvidia.com/gpu x 4) and the node is labelled with its key;
+- the node advertises `nvidia.com/gpu.shared: 8` (allocatable), and no whole `nvidia.com/gpu`;
+- the team's ClusterQueue has a nominal quota of exactly the advertised count;
+- a Job asking for one MPS replica, with the team's queue label (on the Job and its pod: team
+  namespaces refuse GPU pods without one), is admitted and its pod runs on mps-l40s-01; of
+  nine such Jobs eight are admitted and the ninth waits for quota.
+
+The Jobs are deleted at the end; when the example inventory was applied before in this session
+(the other twin tests' nodes exist), it is applied again, so they find the twin as they left it;
+the node is deleted. Measured numbers go to build/twin/mps.json (or $GPUSHARE_TWIN_RESULTS).
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+import gpu_nodes
+from conftest import EXAMPLE, run_playbook, write_results
+from twinclient import ApiError, is_true
+
+ROOT = Path(__file__).resolve().parents[2]
+INVENTORY = ROOT / "tests" / "twin" / "inventory-mps"
+NODE = "mps-l40s-01"
+NAMESPACE = "mps-serving"
+QUEUE = "mps-inference"            # the team's LocalQueue (and ClusterQueue): its name
+SHARED = "nvidia.com/gpu.shared"
+CARDS, REPLICAS = 2, 4             # the inventory's, read by eye
+KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+TIMEOUT = 120
+RESULTS: dict = {}
+
+
+def mps_job(name: str) -> dict:
+    """A Job of one pod asking for one MPS replica, in the team's queue; KWOK runs the pod until
+    the Job is deleted."""
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": name, "namespace": NAMESPACE, "labels": {QUEUE_LABEL: QUEUE}},
+        "spec": {"parallelism": 1, "completions": 1, "backoffLimit": 0, "template": {
+            "metadata": {"labels": {QUEUE_LABEL: QUEUE},
+                         "annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": "1h",
+                                         "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "1h"}},
+            "spec": {"restartPolicy": "Never", "containers": [{
+                "name": "main", "image": "registry.invalid/gpushare/small-models:1",
+                "resources": {"requests": {SHARED: "1"}, "limits": {SHARED: "1"}}}]}}},
+    }
+
+
+def admitted(twin, name: str) -> bool:
+    for wl in twin.get(f"{KUEUE}/namespaces/{NAMESPACE}/workloads")["items"]:
+        if any(r.get("kind") == "Job" and r.get("name") == name for r in wl["metadata"].get("ownerReferences", [])):
+            return is_true(wl, "Admitted")
+    return False
+
+
+def running_pod(twin, name: str):
+    pods = twin.get(f"/api/v1/namespaces/{NAMESPACE}/pods?labelSelector=batch.kubernetes.io/job-name%3D{name}")["items"]
+    return next((p for p in pods if p["status"].get("phase") == "Running"), None)
+
+
+def _node_exists(twin, name: str) -> bool:
+    try:
+        twin.get(gpu_nodes.node_path(name))
+        return True
+    except ApiError as err:
+        assert err.status == 404
+        return False
+
+
+def _delete_jobs(twin) -> None:
+    for job in twin.get(f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs")["items"]:
+        twin.request("DELETE", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{job['metadata']['name']}",
+                     {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
+                     ok=(200, 202, 404))
+
+
+@pytest.fixture(name="mps", scope="module")
+def fixture_mps(twin_session):
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
+    from inventories import load_dir, load_example
+    plan = build_plan(load_dir(INVENTORY))
+    example_nodes = [n for n in load_example("four-gpu-server")["gpushare_nodes"]]
+    restore_example = all(_node_exists(twin_session, n) for n in example_nodes)
+    if not _node_exists(twin_session, NODE):
+        gpu_nodes.create_nodes(twin_session, plan)
+    # The stand-in runs throughout, as the device plugin does (before the role, the node's
+    # operator defaults: every GPU whole); the second run starts once the node advertises what
+    # the first applied, on a settled cluster.
+    sim = gpu_nodes.OperatorSim(twin_session, plan).start()
+    runs = {}
+    try:
+        runs["first"] = run_playbook(INVENTORY, roles=("gpu_operator", "kueue"))
+        twin_session.wait_for(f"{NODE} advertising {SHARED}", lambda: twin_session.get(gpu_nodes.node_path(NODE))[
+            "status"]["allocatable"].get(SHARED), timeout=TIMEOUT)
+        runs["second"] = run_playbook(INVENTORY, roles=("gpu_operator", "kueue"))
+        yield runs
+    finally:
+        if _node_exists(twin_session, NODE):
+            _delete_jobs(twin_session)
+        sim.stop()
+        if restore_example:
+            run_playbook(EXAMPLE)
+        twin_session.request("DELETE", gpu_nodes.node_path(NODE), ok=(200, 202, 404))
+
+
+def test_mps_roles_apply_and_second_run_changes_nothing(mps):
+    changed = [block.split("]", 1)[0] for block in mps["second"]["stdout"].split("TASK [")[1:] if "\nchanged: " in block]
+    assert mps["second"]["counts"]["changed"] == 0, (changed, mps["second"]["stdout"][-4000:])
+    RESULTS["apply_s"] = {"first": mps["first"]["seconds"], "second": mps["second"]["seconds"]}
+
+
+def test_mps_device_plugin_config_applied(twin_session, mps):
+    labels = twin_session.get(gpu_nodes.node_path(NODE))["metadata"]["labels"]
+    key = labels[gpu_nodes.DP_LABEL]
+    data = twin_session.get(f"/api/v1/namespaces/{gpu_nodes.GPU_OPERATOR_NAMESPACE}/configmaps/"
+                            "gpushare-device-plugin-config")["data"]
+    assert yaml.safe_load(data[key]) == {
+        "version": "v1", "flags": {"migStrategy": "none"},
+        "sharing": {"mps": {"renameByDefault": True, "failRequestsGreaterThanOne": True,
+                            "resources": [{"name": "nvidia.com/gpu", "replicas": REPLICAS}]}}}
+
+
+def test_mps_node_advertises_the_replicated_count_and_the_quota_equals_it(twin_session, mps):
+    def shared():
+        allocatable = twin_session.get(gpu_nodes.node_path(NODE))["status"]["allocatable"]
+        return allocatable if allocatable.get(SHARED) == str(CARDS * REPLICAS) else None
+
+    allocatable = twin_session.wait_for(f"{NODE} advertising {SHARED}", shared, timeout=TIMEOUT)
+    assert allocatable.get("nvidia.com/gpu", "0") == "0"
+    cq = twin_session.get(f"{KUEUE}/clusterqueues/{QUEUE}")
+    quotas = {"%s %s" % (f["name"], r["name"]): int(str(r["nominalQuota"])) for g in cq["spec"]["resourceGroups"]
+              for f in g["flavors"] for r in f["resources"]}
+    assert list(quotas.values()) == [int(allocatable[SHARED])] and SHARED in next(iter(quotas)), quotas
+    twin_session.wait_for("ClusterQueue active", lambda: is_true(
+        twin_session.get(f"{KUEUE}/clusterqueues/{QUEUE}"), "Active"), timeout=TIMEOUT)
+    RESULTS["advertised"] = int(allocatable[SHARED])
+    RESULTS["quota"] = quotas
+
+
+def test_mps_job_admitted_and_runs_on_the_mps_node_until_the_quota_is_spent(twin_session, mps):
+    start = time.monotonic()
+    twin_session.create(f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs", mps_job("mps-client-0"))
+    twin_session.wait_for("mps-client-0 admitted", lambda: admitted(twin_session, "mps-client-0"), timeout=TIMEOUT)
+    pod = twin_session.wait_for("mps-client-0 running", lambda: running_pod(twin_session, "mps-client-0"),
+                                timeout=TIMEOUT)
+    assert pod["spec"]["nodeName"] == NODE
+    RESULTS["time_to_running_s"] = round(time.monotonic() - start, 2)
+    names = ["mps-client-%d" % i for i in range(1, CARDS * REPLICAS + 1)]     # 8 more: one too many
+    for name in names:
+        twin_session.create(f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs", mps_job(name))
+    twin_session.wait_for("the quota's 8 clients admitted", lambda: sum(
+        admitted(twin_session, n) for n in ["mps-client-0"] + names) == CARDS * REPLICAS or None, timeout=TIMEOUT)
+    time.sleep(3)      # Kueue had time to admit a ninth if the quota allowed it
+    waiting = [n for n in ["mps-client-0"] + names if not admitted(twin_session, n)]
+    assert len(waiting) == 1, waiting
+    RESULTS["admitted"], RESULTS["waiting"] = CARDS * REPLICAS, len(waiting)
+
+
+def test_zz_results():
+    write_results("mps", RESULTS)
