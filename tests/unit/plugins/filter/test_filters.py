@@ -117,6 +117,31 @@ def test_changed_objects_of_one_definition_and_of_a_list():
     assert FILTERS["changed_objects"](batch) == ["ConfigMap/gpu-operator/a"]
 
 
+def test_changed_objects_leaves_out_a_reapply_that_only_rewrote_managed_fields():
+    """As a twin's API server answered the second run of the kueue role: the policy's managed
+    fields re-timed and re-sorted, its resourceVersion bumped, nothing else (kubernetes.core's
+    diff of a ValidatingAdmissionPolicy, shortened)."""
+    entry = {"manager": "gpushare", "operation": "Apply", "time": "2026-12-02T11:24:14Z"}
+    status = {"manager": "validatingadmissionpolicy-status", "subresource": "status", "time": "2026-12-02T11:24:15Z"}
+    rewritten = {"changed": True, "result": {"kind": "ValidatingAdmissionPolicy", "metadata": {"name": "p"}},
+                 "diff": {"before": {"metadata": {"managedFields": [entry, status], "resourceVersion": "321"}},
+                          "after": {"metadata": {"managedFields": [status, dict(entry, time="2026-12-02T11:24:24Z")],
+                                                 "resourceVersion": "343"}}}}
+    quota = {"changed": True, "result": {"kind": "ClusterQueue", "metadata": {"name": "training"}},
+             "diff": {"before": {"spec": {"resourceGroups": [1]}, "metadata": {"generation": 1}},
+                      "after": {"spec": {"resourceGroups": [2]}, "metadata": {"generation": 2}}}}
+    labelled = {"changed": True, "result": {"kind": "Namespace", "metadata": {"name": "training"}},
+                "diff": {"before": {"metadata": {"labels": {}}}, "after": {"metadata": {"labels": {"a": "b"}}}}}
+    # Kueue's webhook stored a new ClusterQueue's quota as "1"; the next apply says 1.
+    requoted = {"changed": True, "result": {"kind": "ClusterQueue", "metadata": {"name": "research"}},
+                "diff": {"before": {"spec": {"nominalQuota": "1"}, "metadata": {"generation": 1}},
+                         "after": {"spec": {"nominalQuota": 1}, "metadata": {"generation": 2}}}}
+    batch = {"changed": True, "result": {"results": [rewritten, quota, labelled, requoted]}}
+    assert FILTERS["changed_objects"](batch) == ["ClusterQueue//training", "Namespace//training"]
+    no_diff = {"changed": True, "result": {"kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}}}
+    assert FILTERS["changed_objects"](no_diff) == ["ConfigMap/n/c"]
+
+
 def test_prune_candidates_reads_a_looped_lookup_as_a_looped_k8s_info():
     kind = {"kind": "Cohort", "api_version": "kueue.x-k8s.io/v1beta2"}
     gone = [{"metadata": {"name": "gone"}}, {"metadata": {"name": "kept"}}]
