@@ -8,6 +8,8 @@ Thin wrappers of ``plugins/module_utils/cluster/kubeadm_node.py`` (pure Python, 
   node name the Plan gives an inventory host (lower case, without the domain);
 - ``kubeadm_module_probe_paths``, ``kubeadm_preflight_problems``: the role's preflight;
 - ``kubeadm_redact``: kubeadm output without bootstrap tokens and certificate keys;
+- ``kubeadm_join_configuration``, ``kubeadm_token_ids``: the JoinConfiguration a host joins with
+  (a 0600 file, not argv) and the IDs of the tokens to delete after the joins;
 - ``kubeadm_bridge_cni``: one node's bridge CNI configuration and routes.
 """
 
@@ -21,6 +23,8 @@ FUNCTIONS = {
     "kubeadm_module_probe_paths": kubeadm_node.module_probe_paths,
     "kubeadm_preflight_problems": kubeadm_node.preflight_problems,
     "kubeadm_redact": kubeadm_node.redact_join_secrets,
+    "kubeadm_join_configuration": kubeadm_node.join_configuration,
+    "kubeadm_token_ids": kubeadm_node.bootstrap_token_ids,
     "kubeadm_bridge_cni": kubeadm_node.bridge_cni,
 }
 

@@ -6,6 +6,9 @@
   and a node name another machine holds, each as a message with the fix;
 - ``redact_join_secrets``: kubeadm output with bootstrap tokens and certificate keys
   masked, so a failed init or join can be shown without leaking them;
+- ``join_configuration``: the JoinConfiguration a host joins with (through a 0600 file and
+  ``kubeadm join --config``, so neither the token nor the certificate key is in argv) and
+  ``bootstrap_token_ids``: the IDs of the tokens a run created, which it deletes afterwards;
 - ``bridge_cni``: the bridge/host-local CNI configuration of one node from the Node
   objects (its podCIDR) and the routes to the other nodes' pod CIDRs.
 
@@ -23,7 +26,8 @@ except ImportError:     # Python < 3.11 on the controller: the cgroup check read
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import node_name
 
-__all__ = ["node_name", "module_probe_paths", "preflight_problems", "redact_join_secrets", "bridge_cni"]
+__all__ = ["node_name", "module_probe_paths", "preflight_problems", "redact_join_secrets", "join_configuration",
+           "bootstrap_token_ids", "bridge_cni"]
 
 # How to tell a kernel module is there, loaded or built in. Built-in modules without
 # parameters have no /sys/module entry (br_netfilter on many kernels), so the two
@@ -37,7 +41,9 @@ _CRI_RUNC_OPTIONS = ("plugins", "io.containerd.grpc.v1.cri", "containerd", "runt
 # containerd 2.x moved the runtimes under the CRI runtime plugin.
 _CRI_RUNC_OPTIONS_V3 = ("plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "runc", "options")
 
-_TOKEN = re.compile(r"\b[a-z0-9]{6}\.[a-z0-9]{16}\b")
+# Bootstrap token format "[a-z0-9]{6}.[a-z0-9]{16}" (token ID, then token secret):
+# https://kubernetes.io/docs/reference/access-authn-authz/bootstrap-tokens/#token-format
+_TOKEN = re.compile(r"\b([a-z0-9]{6})\.[a-z0-9]{16}\b")
 _HEX64 = re.compile(r"\b[a-f0-9]{64}\b")
 
 
@@ -195,6 +201,89 @@ def redact_join_secrets(text) -> str:
     """
     text = _TOKEN.sub("<token>", str(text or ""))
     return _HEX64.sub("<redacted>", text)
+
+
+def _join_command_parts(join_command: str) -> dict:
+    """Endpoint, token and CA hashes of ``kubeadm token create --print-join-command``'s line."""
+    words = str(join_command or "").split()
+    if words[:2] != ["kubeadm", "join"]:
+        raise ValueError("not a kubeadm join command (from 'kubeadm token create --print-join-command'): %r"
+                         % redact_join_secrets(join_command))
+    parts = {"endpoint": None, "token": None, "ca_hashes": []}
+    rest = iter(words[2:])
+    for word in rest:
+        if word == "--token":
+            parts["token"] = next(rest, None)
+        elif word == "--discovery-token-ca-cert-hash":
+            parts["ca_hashes"].append(next(rest, None))
+        elif not word.startswith("-") and parts["endpoint"] is None:
+            parts["endpoint"] = word
+    if not (parts["endpoint"] and parts["token"] and _TOKEN.fullmatch(parts["token"]) and parts["ca_hashes"]
+            and all(parts["ca_hashes"])):
+        raise ValueError("the kubeadm join command lacks the API server endpoint, a bootstrap token or a "
+                         "--discovery-token-ca-cert-hash: %r" % redact_join_secrets(join_command))
+    return parts
+
+
+def join_configuration(join_command: str, node: str, cri_socket: str, certificate_key: str = "",
+                       advertise_address: str = "", bind_port: int = 6443, ignore_preflight_errors=()) -> dict:
+    """The kubeadm JoinConfiguration (v1beta4) one host joins with.
+
+    The role writes it to a file of mode 0600 on the host and runs ``kubeadm join --config``, so
+    the bootstrap token and the certificate key never appear in a process's arguments (``ps``,
+    auditd) and the file is removed after the join.
+
+    Args:
+        join_command: the line ``kubeadm token create --print-join-command`` printed.
+        node: the Kubernetes node name of the joining host.
+        cri_socket: containerd's socket path (without ``unix://``).
+        certificate_key: the key ``kubeadm init phase upload-certs --upload-certs`` printed; given
+            only for a control-plane host, which then joins as one.
+        advertise_address: the control-plane host's API server address (control planes only).
+        bind_port: the API server port of a joining control plane.
+        ignore_preflight_errors: kubeadm preflight checks to downgrade to warnings, a list.
+
+    Returns:
+        The JoinConfiguration as a dict: ``discovery.bootstrapToken`` (endpoint, token, CA
+        hashes), ``nodeRegistration`` (name, CRI socket, ignored preflight errors) and, with a
+        certificate key, ``controlPlane``.
+    """
+    parts = _join_command_parts(join_command)
+    registration = {"name": node, "criSocket": "unix://" + cri_socket}
+    if ignore_preflight_errors:
+        registration["ignorePreflightErrors"] = list(ignore_preflight_errors)
+    config = {
+        "apiVersion": "kubeadm.k8s.io/v1beta4",
+        "kind": "JoinConfiguration",
+        "discovery": {"bootstrapToken": {"apiServerEndpoint": parts["endpoint"], "token": parts["token"],
+                                         "caCertHashes": parts["ca_hashes"]}},
+        "nodeRegistration": registration,
+    }
+    if certificate_key:
+        key = str(certificate_key).strip()
+        if not _HEX64.fullmatch(key):
+            raise ValueError("the certificate key from 'kubeadm init phase upload-certs' is not 64 hex digits "
+                             "(got %d characters)" % len(key))
+        config["controlPlane"] = {"certificateKey": key,
+                                  "localAPIEndpoint": {"advertiseAddress": advertise_address,
+                                                       "bindPort": int(bind_port)}}
+    return config
+
+
+def bootstrap_token_ids(texts) -> list:
+    """The IDs of the bootstrap tokens in kubeadm's output, to delete them after the joins.
+
+    The ID (the six characters before the dot) names a token for ``kubeadm token delete``
+    without its secret part, so deleting puts no secret in argv.
+
+    Args:
+        texts: kubeadm outputs, a list of strings (none or empty entries are skipped), e.g. the
+            ``kubeadm init`` output and the join command.
+
+    Returns:
+        The token IDs, sorted and unique, a list of strings.
+    """
+    return sorted({match.group(1) for text in texts or [] for match in _TOKEN.finditer(str(text or ""))})
 
 
 def bridge_cni(nodes, name: str, network: str = "gpushare-bridge", bridge: str = "cni0") -> dict:
