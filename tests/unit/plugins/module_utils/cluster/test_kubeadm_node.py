@@ -152,3 +152,18 @@ def test_node_name_filter_is_the_plan_rule():
     for host in ["GPU01.example.com", "gpu-02", "Node3"]:
         assert FILTERS["node_name"](host) == model.node_name(host)
     assert FILTERS["node_name"]("GPU01.example.com") == "gpu01"
+
+
+def test_a_join_command_without_its_parts_is_refused_without_echoing_the_token():
+    with pytest.raises(ValueError) as refused:
+        kubeadm_node.join_configuration("kubeadm join --token abcdef.0123456789abcdef", "gpu01", "/run/c.sock")
+    assert "abcdef.0123456789abcdef" not in str(refused.value) and "<token>" in str(refused.value)
+    with pytest.raises(ValueError, match="not a kubeadm join command"):
+        kubeadm_node.join_configuration("Error: cannot reach the API server", "gpu01", "/run/c.sock")
+
+
+def test_token_ids_are_the_parts_before_the_dot_of_each_token():
+    # Two outputs by hand: kubeadm init's join hint and the token create line, one token twice.
+    init = "kubeadm join 10.0.0.1:6443 --token 9x8y7z.aaaaaaaaaaaaaaaa \\\n --discovery-token-ca-cert-hash sha256:" + "0" * 64
+    created = "kubeadm join 10.0.0.1:6443 --token abc123.bbbbbbbbbbbbbbbb ... 9x8y7z.aaaaaaaaaaaaaaaa"
+    assert FILTERS["kubeadm_token_ids"]([init, created, None]) == ["9x8y7z", "abc123"]
