@@ -20,7 +20,7 @@ description:
     shares between inventories (plan files, rendered files, kubeconfigs, the Grafana password).
   - Takes no terms.
 options:
-  secrets:
+  secret:
     description:
       - Return the secrets directory under it instead (C(<artifacts>/secrets), where the admin
         kubeconfigs and the Grafana password go; the roles create it with mode 0700).
@@ -37,7 +37,7 @@ EXAMPLES = r"""
 
 - name: Where the admin kubeconfig goes
   ansible.builtin.debug:
-    msg: "{{ lookup('gpushare.cluster.artifacts_dir', secrets=true) }}/gpushare-admin.conf"
+    msg: "{{ lookup('gpushare.cluster.artifacts_dir', secret=true) }}/gpushare-admin.conf"
 """
 
 RETURN = r"""
@@ -59,26 +59,26 @@ class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         if terms:
             raise AnsibleLookupError("gpushare.cluster.artifacts_dir takes no terms (got %s)" % terms)
-        unknown = set(kwargs) - {"secrets"}
+        unknown = set(kwargs) - {"secret"}
         if unknown:
-            raise AnsibleLookupError("gpushare.cluster.artifacts_dir takes only secrets=true|false (got %s)"
+            raise AnsibleLookupError("gpushare.cluster.artifacts_dir takes only secret=true|false (got %s)"
                                      % ", ".join(sorted(unknown)))
-        secrets = kwargs.get("secrets", False)
-        if not isinstance(secrets, bool):
-            raise AnsibleLookupError("gpushare.cluster.artifacts_dir: secrets must be true or false (got %r)" % (secrets,))
+        secret = kwargs.get("secret", False)
+        if not isinstance(secret, bool):
+            raise AnsibleLookupError("gpushare.cluster.artifacts_dir: secret must be true or false (got %r)" % (secret,))
         variables = variables or {}
         if "gpushare_artifacts_dir" in variables:
             artifacts = self._templar.template(variables["gpushare_artifacts_dir"])
         elif _inventory_dir(variables):
             artifacts = "%s/%s" % (_inventory_dir(variables), ARTIFACTS_DIR)
-        elif secrets:
+        elif secret:
             raise AnsibleLookupError(
                 "there is no inventory to keep secrets (admin kubeconfigs, the Grafana password) next to, and the "
                 "playbook's directory (%s) may be the installed collection's: give the inventory with -i "
                 "<inventory>/hosts.yml, or set gpushare_artifacts_dir" % variables.get("playbook_dir"))
         else:
             artifacts = "%s/%s" % (variables.get("playbook_dir"), ARTIFACTS_DIR)
-        return ["%s/%s" % (artifacts, SECRETS_DIR) if secrets else artifacts]
+        return ["%s/%s" % (artifacts, SECRETS_DIR) if secret else artifacts]
 
 
 def _inventory_dir(variables):

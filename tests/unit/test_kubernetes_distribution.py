@@ -197,7 +197,7 @@ def test_the_entry_agrees_with_its_role_and_host_prep(name):
     # plan_fact's kubeconfig without the role is the role's default path
     default = role_defaults[d.kubeconfig_var].strip()
     assert default.endswith("/" + d.kubeconfig_file.format(**{v: "{{ %s }}" % v for v in d.kubeconfig_file_vars}))
-    assert default.startswith("{{ lookup('gpushare.cluster.artifacts_dir', secrets=true) }}/")
+    assert default.startswith("{{ lookup('gpushare.cluster.artifacts_dir', secret=true) }}/")
     for var, value in d.kubeconfig_file_vars.items():
         assert role_defaults[var] == value
     # host_prep has every port variable the entry names

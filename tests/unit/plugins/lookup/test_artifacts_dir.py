@@ -51,7 +51,7 @@ def test_an_inventory_without_hosts_means_the_playbook_directory(tmp_path):
     assert _artifacts_dirs(tmp_path, {"all": {}}) == {"localhost": str(tmp_path / "playbooks" / "artifacts")}
 
 
-SHOW_SECRETS = {"ansible.builtin.debug": {"msg": "{{ lookup('gpushare.cluster.artifacts_dir', secrets=true) }}"}}
+SHOW_SECRETS = {"ansible.builtin.debug": {"msg": "{{ lookup('gpushare.cluster.artifacts_dir', secret=true) }}"}}
 
 
 def _secrets_dir(tmp_path, inventory: dict, *extra: str):
