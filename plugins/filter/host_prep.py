@@ -6,6 +6,7 @@ Thin wrappers of ``plugins/module_utils/inventory/host_settings.py`` (pure Pytho
 
 - ``host_prep_problems``: every setting that goes into a configuration file matched in full,
   repository base URLs https only; a message per problem;
+- ``repository_url_problems``: package repository and signing key URLs, https only;
 - ``firewall_sources``: the networks allowed to reach the cluster ports (the inventory's
   ``host_prep_firewall_sources``, or every address of the cluster's own hosts).
 """
@@ -49,9 +50,10 @@ def firewall_sources(configured, hosts, hostvars) -> list:
 
 
 class FilterModule:
-    """host_prep_problems and firewall_sources."""
+    """host_prep_problems, repository_url_problems and firewall_sources."""
 
     def filters(self):
         """Filter name to filter function."""
         return {"host_prep_problems": json_filter("host_prep_problems", host_settings.host_prep_problems),
+                "repository_url_problems": json_filter("repository_url_problems", host_settings.repository_url_problems),
                 "firewall_sources": firewall_sources}

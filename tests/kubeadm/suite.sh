@@ -51,6 +51,11 @@ export GPUSHARE_KUBEADM_ETCD_TAG=${TWIN_ETCD_VERSION#v}-0 GPUSHARE_KUBEADM_CORED
 GPUSHARE_DEBIAN_MIRROR=$(tests/molecule/debian-mirror.sh); export GPUSHARE_DEBIAN_MIRROR
 
 tests/kubeadm/build-repo.sh "$CACHE/kubeadm-repo/core:/stable:/v$minor"
+# The stand-in repository's own key is the pinned one here (kubeadm_repo_key_fingerprints).
+GPUSHARE_KUBEADM_REPO_FINGERPRINT=$(gpg --show-keys --with-colons "$CACHE/kubeadm-repo/core:/stable:/v$minor/deb/Release.key" \
+  | awk -F: '$1 == "fpr" {print $10; exit}')
+[ -n "$GPUSHARE_KUBEADM_REPO_FINGERPRINT" ] || fail "no fingerprint in the stand-in repository's Release.key"
+export GPUSHARE_KUBEADM_REPO_FINGERPRINT
 # The image names kubeadm derives from the inventory's repository and tags.
 repo_name=$(sed -n 's/^kubeadm_image_repository: //p' tests/kubeadm/inventory/group_vars/all.yml)
 cat > "$state/images-config.yaml" <<EOF

@@ -6,6 +6,7 @@
   setting matched in full (an anchored pattern, so no newline, quote or space can carry a second
   line or option into apt.conf, a deb822 or .repo file, chrony.conf or sysctl.d), package
   repository base URLs only over https; each problem names the variable, the value and the fix;
+- ``repository_url_problems``: package repository and key URLs of the Kubernetes roles, https only;
 - ``firewall_sources``: the addresses allowed to reach the cluster ports: the inventory's
   ``host_prep_firewall_sources``, or by default every address of the cluster's own hosts.
 """
@@ -15,7 +16,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-__all__ = ["host_prep_problems", "firewall_sources"]
+__all__ = ["host_prep_problems", "repository_url_problems", "firewall_sources"]
 
 # A host name or address as it may appear in a URL or configuration line: DNS labels, IPv4, or
 # an IPv6 literal in brackets.
@@ -132,6 +133,19 @@ def host_prep_problems(settings: dict) -> list:
     if "host_prep_firewall_sources" in s:
         problems += _sources_problems(s["host_prep_firewall_sources"])
     return problems
+
+
+def repository_url_problems(urls: dict, allow_http: bool = False) -> list:
+    """Package repository and signing key URLs, each a whole https:// URL.
+
+    Args:
+        urls: variable name to URL, a dict (an empty URL is not checked).
+        allow_http: accept http:// too (Molecule's and the kubeadm suite's local stand-ins only).
+
+    Returns:
+        One message per problem naming the variable, the value and the fix, a list of strings.
+    """
+    return [p for name, url in sorted((urls or {}).items()) for p in _url_problems(name, url, https_only=not allow_http)]
 
 
 def firewall_sources(configured, host_addresses: dict) -> list:

@@ -91,3 +91,16 @@ def test_the_filter_reads_facts_or_ansible_host():
     hostvars = _HostVars(cp1={"ansible_facts": {"all_ipv4_addresses": ["10.0.0.1"], "all_ipv6_addresses": []}},
                          gpu01={"ansible_host": "10.0.0.9"})
     assert FILTERS["firewall_sources"]([], ["cp1", "gpu01"], hostvars) == ["10.0.0.1/32", "10.0.0.9/32"]
+
+
+def test_repository_urls_are_whole_https_urls():
+    from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.host_settings import repository_url_problems
+    urls = {"kubeadm_repo_base_url": "https://pkgs.k8s.io/core:/stable:/v1.35",
+            "kubeadm_containerd_rpm_repo_url": "https://download.docker.com/linux/centos/$releasever/$basearch/stable",
+            "kubeadm_containerd_rpm_key_url": ""}
+    assert repository_url_problems(urls) == []
+    http = dict(urls, kubeadm_repo_base_url="http://127.0.0.1:8080/core:/stable:/v1.35")
+    assert [p.split(":")[0] for p in repository_url_problems(http)] == ["kubeadm_repo_base_url"]
+    assert repository_url_problems(http, allow_http=True) == []
+    injected = dict(urls, kubeadm_repo_base_url="https://pkgs.k8s.io/x/\nTypes: deb")
+    assert "is not a whole https:// URL" in FILTERS["repository_url_problems"](injected, True)[0]
