@@ -103,4 +103,4 @@ def test_repository_urls_are_whole_https_urls():
     assert [p.split(":")[0] for p in repository_url_problems(http)] == ["kubeadm_repo_base_url"]
     assert repository_url_problems(http, allow_http=True) == []
     injected = dict(urls, kubeadm_repo_base_url="https://pkgs.k8s.io/x/\nTypes: deb")
-    assert "is not a whole https:// URL" in FILTERS["repository_url_problems"](injected, True)[0]
+    assert "is not a whole http(s):// URL" in FILTERS["repository_url_problems"](injected, True)[0]
