@@ -173,12 +173,14 @@ coredns_ready() {
 # args` prints; the node image has no procps) and the bootstrap tokens that exist are sampled
 # every 0.2 s, so a secret in any argv (kubeadm's, Ansible's) is caught.
 sample_join() {  # output file; runs until killed
+  set +e +o pipefail   # a sample that fails (kubeadm not installed yet) must not end the sampler
   while :; do
     for c in "$CP" "$WORKER"; do
       docker exec "$c" sh -c 'for f in /proc/[0-9]*/cmdline; do tr "\0" " " < "$f" 2>/dev/null; echo; done' 2>/dev/null \
         | sed -n "s/^\(..*\)$/$c: \1/p"
     done
-    docker exec "$CP" kubeadm token list -o jsonpath='{.token}{"\n"}' 2>/dev/null | sed -n 's/^\(..*\)$/token: \1/p'
+    docker exec "$CP" kubeadm token list -o jsonpath='{.token}{"\n"}' 2>/dev/null \
+      | sed -nE 's/^([a-z0-9]{6}\.[a-z0-9]{16})$/token: \1/p'
     sleep 0.2
   done >> "$1"
 }
