@@ -186,8 +186,8 @@ sample_join() {  # output file; runs until killed
 }
 sample_join "$state/run1-processes.txt" &
 sampler_pid=$!
-play run1 -v || { kill "$sampler_pid"; tail -n 40 "$state/run1.log" >&2; fail "first run"; }
-kill "$sampler_pid"; wait "$sampler_pid" 2>/dev/null || true
+play run1 -v || { kill "$sampler_pid" 2>/dev/null || true; tail -n 40 "$state/run1.log" >&2; fail "first run"; }
+kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true
 run1_done=$(date +%s)
 nodes_ready || { kc get nodes -o wide >&2 || true; fail "nodes cp1 and gpu-worker1 are not both Ready"; }
 say "nodes: $(kc get nodes -o jsonpath='{range .items[*]}{.metadata.name} ({.status.nodeInfo.kubeletVersion}, {.status.nodeInfo.containerRuntimeVersion}) {end}')"
