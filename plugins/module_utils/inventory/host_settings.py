@@ -37,8 +37,12 @@ _PACKAGE = re.compile(r"[A-Za-z0-9][A-Za-z0-9+._:=~*-]*")
 _ZONE = re.compile(r"[A-Za-z0-9_-]{1,17}")
 
 
+_USERINFO = re.compile(r"(?<=://)[^/@\s]*@")
+
+
 def _show(value) -> str:
-    return repr(value)
+    """The value for a message, without the userinfo (user:password@) of a URL in it."""
+    return repr(_USERINFO.sub("<userinfo>@", value) if isinstance(value, str) else value)
 
 
 def _url_problems(name: str, value, https_only: bool) -> list:

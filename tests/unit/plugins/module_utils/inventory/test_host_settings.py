@@ -104,3 +104,8 @@ def test_repository_urls_are_whole_https_urls():
     assert repository_url_problems(http, allow_http=True) == []
     injected = dict(urls, kubeadm_repo_base_url="https://pkgs.k8s.io/x/\nTypes: deb")
     assert "is not a whole http(s):// URL" in FILTERS["repository_url_problems"](injected, True)[0]
+
+
+def test_a_refused_proxy_url_is_shown_without_its_password():
+    problems = host_prep_problems(dict(GOOD, host_prep_https_proxy="http://user:s3cret@proxy.example.com:3128/x\n"))
+    assert len(problems) == 1 and "s3cret" not in problems[0] and "<userinfo>@proxy.example.com" in problems[0]
