@@ -28,7 +28,8 @@ printf 'ARGV %%s\\n' "$*" > "$out"
 for a in "$@"; do
   case "$a" in --config=*) f=${a#--config=}; printf 'MODE %%s\\n' "$(stat -c %%a "$f")" >> "$out"; cat "$f" >> "$out";; esac
 done
-case "$*" in *"delete secret kubeadm-certs"*) echo 'secret "kubeadm-certs" deleted';; esac
+case "$*" in *"get secret kubeadm-certs"*) echo 'bootstrap-token-zz9zz9';; esac
+case "$*" in *"delete secret"*) echo 'secret "kubeadm-certs" deleted';; esac
 case "$*" in join*) exit %d;; esac
 """
 
@@ -93,8 +94,13 @@ def test_the_runs_tokens_and_uploaded_certificates_are_revoked(tmp_path):
     calls = _run(tmp_path)
     revocations = sorted(c["argv"] for c in calls if not c["argv"].startswith("join"))
     # Deleted by ID (the part before the dot, not secret): the join token and kubeadm init's.
-    assert revocations == ["--kubeconfig=/etc/kubernetes/admin.conf -n kube-system delete secret kubeadm-certs "
-                           "--ignore-not-found", "token delete abcdef qwerty"]
+    # The uploaded certificates go with the token kubeadm made to keep their TTL (their owner).
+    assert revocations == [
+        "--kubeconfig=/etc/kubernetes/admin.conf -n kube-system delete secret --ignore-not-found kubeadm-certs "
+        "bootstrap-token-zz9zz9",
+        "--kubeconfig=/etc/kubernetes/admin.conf -n kube-system get secret kubeadm-certs --ignore-not-found "
+        "-o=jsonpath={.metadata.ownerReferences[*].name}",
+        "token delete abcdef qwerty"]
 
 
 def test_a_failed_join_leaves_no_file_and_still_revokes(tmp_path):
