@@ -8,6 +8,9 @@ Thin wrappers of ``plugins/module_utils/cluster/kubeadm_node.py`` (pure Python, 
   node name the Plan gives an inventory host (lower case, without the domain);
 - ``kubeadm_module_probe_paths``, ``kubeadm_preflight_problems``: the role's preflight;
 - ``kubeadm_redact``: kubeadm output without bootstrap tokens and certificate keys;
+- ``kubeadm_join_configuration``, ``kubeadm_token_ids``: the JoinConfiguration a host joins with
+  (a 0600 file, not argv) and the IDs of the tokens to delete after the joins;
+- ``openpgp_fingerprints``: the primary key fingerprints of a downloaded signing key;
 - ``kubeadm_bridge_cni``: one node's bridge CNI configuration and routes.
 """
 
@@ -21,6 +24,9 @@ FUNCTIONS = {
     "kubeadm_module_probe_paths": kubeadm_node.module_probe_paths,
     "kubeadm_preflight_problems": kubeadm_node.preflight_problems,
     "kubeadm_redact": kubeadm_node.redact_join_secrets,
+    "kubeadm_join_configuration": kubeadm_node.join_configuration,
+    "kubeadm_token_ids": kubeadm_node.bootstrap_token_ids,
+    "openpgp_fingerprints": kubeadm_node.openpgp_fingerprints,
     "kubeadm_bridge_cni": kubeadm_node.bridge_cni,
 }
 

@@ -21,12 +21,25 @@ description:
   - Never the collection's own folder when there is an inventory, which an installed collection
     shares between inventories (plan files, rendered files, kubeconfigs, the Grafana password).
   - Takes no terms.
+options:
+  secret:
+    description:
+      - Return the secrets directory under it instead (C(<artifacts>/secrets), where the admin
+        kubeconfigs and the Grafana password go; the roles create it with mode 0700).
+      - With no inventory and no C(gpushare_artifacts_dir) this fails rather than fall back to the
+        playbook's directory, which is the installed collection's for C(gpushare.cluster.*) playbooks.
+    type: bool
+    default: false
 """
 
 EXAMPLES = r"""
 - name: Where the rendered files go
   ansible.builtin.debug:
     msg: "{{ lookup('gpushare.cluster.artifacts_dir') }}/rendered"
+
+- name: Where the admin kubeconfig goes
+  ansible.builtin.debug:
+    msg: "{{ lookup('gpushare.cluster.artifacts_dir', secret=true) }}/gpushare-admin.conf"
 """
 
 RETURN = r"""
@@ -41,7 +54,7 @@ import os
 from ansible.errors import AnsibleLookupError
 from ansible.plugins.lookup import LookupBase
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.names import ARTIFACTS_DIR
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import ARTIFACTS_DIR, SECRETS_DIR
 
 
 class LookupModule(LookupBase):
@@ -50,10 +63,26 @@ class LookupModule(LookupBase):
     def run(self, terms, variables=None, **kwargs):
         if terms:
             raise AnsibleLookupError("gpushare.cluster.artifacts_dir takes no terms (got %s)" % terms)
+        unknown = set(kwargs) - {"secret"}
+        if unknown:
+            raise AnsibleLookupError("gpushare.cluster.artifacts_dir takes only secret=true|false (got %s)"
+                                     % ", ".join(sorted(unknown)))
+        secret = kwargs.get("secret", False)
+        if not isinstance(secret, bool):
+            raise AnsibleLookupError("gpushare.cluster.artifacts_dir: secret must be true or false (got %r)" % (secret,))
         variables = variables or {}
         if "gpushare_artifacts_dir" in variables:
-            return [self._templar.template(variables["gpushare_artifacts_dir"])]
-        return ["%s/%s" % (_inventory_dir(variables) or variables.get("playbook_dir"), ARTIFACTS_DIR)]
+            artifacts = self._templar.template(variables["gpushare_artifacts_dir"])
+        elif _inventory_dir(variables):
+            artifacts = "%s/%s" % (_inventory_dir(variables), ARTIFACTS_DIR)
+        elif secret:
+            raise AnsibleLookupError(
+                "there is no inventory to keep secrets (admin kubeconfigs, the Grafana password) next to, and the "
+                "playbook's directory (%s) may be the installed collection's: give the inventory with -i "
+                "<inventory>/hosts.yml, or set gpushare_artifacts_dir" % variables.get("playbook_dir"))
+        else:
+            artifacts = "%s/%s" % (variables.get("playbook_dir"), ARTIFACTS_DIR)
+        return ["%s/%s" % (artifacts, SECRETS_DIR) if secret else artifacts]
 
 
 def _inventory_dir(variables):

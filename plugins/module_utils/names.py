@@ -130,6 +130,8 @@ KUEUE_MANAGER_CONFIGMAP = KUEUE_FULLNAME + "-manager-config"
 # The artifacts directory under the inventory (Kubespray's layout), unless gpushare_artifacts_dir
 # says otherwise: the gpushare.cluster.artifacts_dir lookup.
 ARTIFACTS_DIR = "artifacts"
+# The one directory of secrets under it (mode 0700): admin kubeconfigs, the Grafana password.
+SECRETS_DIR = "secrets"
 
 # --- Versions --------------------------------------------------------------------------------
 

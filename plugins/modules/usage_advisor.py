@@ -35,8 +35,13 @@ description:
     more than O(max_gap) of its samples missing, a service seen for less than O(min_days) -
     nor where the choice differs between the two halves of the window; such services keep
     their current entry.
-  - Computes on the controller and changes nothing, so it always reports C(changed=false)
-    and behaves the same in check mode.
+  - Computes on the controller and writes only the advice, under O(dest); C(changed) says whether
+    a file there changed, and check mode writes nothing.
+  - The inventory copy under C(inventory/) holds only the files the proposal rewrites (mode 0600,
+    in directories of mode 0700, since they keep that file's other variables, passwords included);
+    every other inventory file is a symbolic link to the original, so no secret is copied. Paths,
+    never file contents, are returned.
+  - C(user:pass@) in O(prometheus_url) is sent as basic credentials and masked in the result.
 author:
   - gpushare.cluster contributors (!UNKNOWN)
 requirements:
@@ -47,7 +52,14 @@ options:
     description:
       - Base URL of the Prometheus server that scrapes dcgm-exporter and kube-state-metrics,
         e.g. C(http://prometheus-operated.monitoring:9090) (with its route prefix if it has one).
+      - C(user:pass@) in it is used as O(username) and O(password) and shown in no message or
+        report; redirects are followed without the credentials, and never from https to http.
     type: str
+    required: true
+  dest:
+    description:
+      - The advice directory the files are written to (created, mode 0755; C(inventory/) in it 0700).
+    type: path
     required: true
   days:
     description: Days of history to read, ending at O(end).
@@ -102,9 +114,10 @@ options:
     default: {}
   inventory_dir:
     description:
-      - The inventory directory. When given, the returned C(files) hold a complete copy of it
-        under C(inventory/) with the proposal in place of C(gpushare_workloads) and each host's
-        C(gpushare_node), so C(ansible-playbook -i <dir>/inventory/hosts.yml playbooks/plan.yml) plans it
+      - The inventory directory. When given, O(dest) gets C(inventory/), the inventory with the
+        proposal in place of C(gpushare_workloads) and each host's C(gpushare_node) (the files
+        that define them rewritten at mode 0600, every other file a symbolic link to the original),
+        so C(ansible-playbook -i <dest>/inventory/hosts.yml playbooks/plan.yml) plans it
         (pass the inventory file, as Ansible reads every file of a directory given with C(-i) as inventory).
     type: path
   memory_headroom:
@@ -164,7 +177,7 @@ options:
     type: str
 attributes:
   check_mode:
-    description: Can run in check_mode and returns the same advice; it never changes anything.
+    description: Can run in check_mode and returns the same advice; writes nothing.
     support: full
   diff_mode:
     description: Nothing is changed on the target; the proposal's differences are returned in C(changes).
@@ -183,6 +196,7 @@ EXAMPLES = r'''
     policy: "{{ gpushare_policy | default({}) }}"
     nodes: "{{ groups['gpushare_gpu_nodes'] | gpushare.cluster.inventory_nodes(hostvars) }}"
     inventory_dir: "{{ hostvars[groups['gpushare_gpu_nodes'][0]].inventory_dir }}"
+    dest: "{{ inventory_dir }}/artifacts/advise"
   register: advice
 
 - name: Show what would change
@@ -214,12 +228,13 @@ changes:
   elements: str
 files:
   description:
-    - Files for the advice directory, each with C(path) (relative) and C(content) -
-      C(workloads.yml), C(host_vars/<host>.yml), C(proposal.diff), C(report.md), C(advice.json),
-      C(charts/<service>.<namespace>.svg) and, with O(inventory_dir), C(inventory/...).
+    - The paths written under O(dest), relative to it, never their contents - C(workloads.yml),
+      C(host_vars/<host>.yml), C(proposal.diff), C(report.md), C(advice.json),
+      C(charts/<service>.<namespace>.svg) and, with O(inventory_dir), C(inventory/...) (the
+      rewritten files and the links to the others).
   returned: success
   type: list
-  elements: dict
+  elements: str
 summary:
   description: Short lines for a person - one per service, the windows and the changes.
   returned: success
@@ -230,8 +245,10 @@ summary:
 import datetime
 import json
 import os
+import tempfile
 import time
 import traceback
+import urllib.parse
 
 from ansible.module_utils.basic import AnsibleModule, missing_required_lib
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import ARTIFACTS_DIR
@@ -275,6 +292,7 @@ def main():
             policy=dict(type='dict', default={}),
             match=dict(type='dict', default={}),
             inventory_dir=dict(type='path'),
+            dest=dict(type='path', required=True),
             memory_headroom=dict(type='float', default=0.2),
             compute_percentile=dict(type='float', default=95.0),
             quota_percentile=dict(type='float', default=90.0),
@@ -295,6 +313,12 @@ def main():
     if IMPORT_ERROR:
         module.fail_json(msg=missing_required_lib('PyYAML and numpy'), exception=IMPORT_ERROR)
     p = module.params
+    try:
+        url_password = urllib.parse.urlsplit(p['prometheus_url']).password
+    except ValueError:
+        url_password = None
+    if url_password:
+        module.no_log_values.add(url_password)
     problems = []
     if not 1 <= p['days'] <= 366:
         problems.append('days must be 1..366 (got %s)' % p['days'])
@@ -338,8 +362,13 @@ def main():
     plan_check = advice['plan_check']['text']
     proposal = {'workloads': advice['proposal']['workloads'], 'nodes': advice['proposal']['nodes']}
     files, change_lines = advice_files(advice, variables, p['inventory_dir'], plan_check)
-    module.exit_json(changed=False, advice=advice, proposal=proposal, plan_check=plan_check, changes=change_lines,
-                     files=files, summary=summary(advice, change_lines, plan_check))
+    try:
+        changed = write_files(p['dest'], files, module.check_mode)
+    except OSError as exc:
+        module.fail_json(msg='Cannot write the advice to %s: %s. Set gpushare_advise_dir (or gpushare_artifacts_dir) '
+                             'to a directory this user may write.' % (p['dest'], exc))
+    module.exit_json(changed=changed, advice=advice, proposal=proposal, plan_check=plan_check, changes=change_lines,
+                     files=[f['path'] for f in files], summary=summary(advice, change_lines, plan_check))
 
 
 def advice_files(advice, variables, inventory_dir, plan_check):
@@ -434,18 +463,80 @@ def inventory_copy(inventory_dir, proposal, advice):
         dirs[:] = sorted(d for d in dirs if not _skipped(folder, d))
         for name in sorted(names):
             path = os.path.join(folder, name)
-            if path in replaced:
-                continue
-            try:
-                with open(path) as f:
-                    content = f.read()
-            except (OSError, UnicodeDecodeError):
-                continue
-            files.append({'path': 'inventory/' + os.path.relpath(path, base), 'content': content})
+            if path not in replaced:
+                files.append({'path': 'inventory/' + os.path.relpath(path, base), 'link': path})
     for path, content in sorted(replaced.items()):
-        files.append({'path': 'inventory/' + os.path.relpath(path, base), 'content': content})
+        files.append({'path': 'inventory/' + os.path.relpath(path, base), 'content': content, 'private': True})
     del advice
     return files
+
+
+def write_files(dest, files, check_mode):
+    """Write FILES under DEST: C(content) at 0644, or 0600 in directories of 0700 when
+    C(private) (a rewritten inventory file keeps that file's other variables), C(link) as a
+    symbolic link. A path whose content, mode or link is already right is left alone; an
+    earlier copy or link in its place is replaced, never written through. True when anything
+    changed (or would, in check mode)."""
+    changed = False
+    for entry in files:
+        target = os.path.join(dest, entry['path'])
+        private = entry.get('private') or 'link' in entry
+        folder = os.path.dirname(target)
+        changed |= _directory(dest, folder, 0o700 if private else 0o755, check_mode)
+        if 'link' in entry:
+            if os.path.islink(target) and os.readlink(target) == entry['link']:
+                continue
+            changed = True
+            if not check_mode:
+                if os.path.lexists(target):
+                    os.unlink(target)
+                os.symlink(entry['link'], target)
+            continue
+        mode = 0o600 if private else 0o644
+        data = entry['content'].encode()
+        if not os.path.islink(target) and os.path.isfile(target):
+            with open(target, 'rb') as f:
+                same = f.read() == data
+            if same and (os.stat(target).st_mode & 0o777) == mode:
+                continue
+        changed = True
+        if not check_mode:
+            handle, temporary = tempfile.mkstemp(dir=folder, prefix='.advice-')
+            try:
+                with os.fdopen(handle, 'wb') as f:
+                    f.write(data)
+                os.chmod(temporary, mode)
+                os.replace(temporary, target)
+            except BaseException:
+                if os.path.exists(temporary):
+                    os.unlink(temporary)
+                raise
+    return changed
+
+
+def _directory(dest, folder, mode, check_mode):
+    """Make FOLDER (and those between DEST and it) with MODE; True when one was made or its
+    mode changed. DEST itself keeps 0755 unless made here."""
+    changed = False
+    path = os.path.abspath(folder)
+    chain = []
+    while True:
+        chain.append(path)
+        if path == os.path.abspath(dest) or os.path.dirname(path) == path:
+            break
+        path = os.path.dirname(path)
+    for path in reversed(chain):
+        wanted = 0o755 if path == os.path.abspath(dest) else mode
+        if not os.path.isdir(path):
+            changed = True
+            if not check_mode:
+                os.makedirs(path, mode=wanted)
+                os.chmod(path, wanted)
+        elif path != os.path.abspath(dest) and (os.stat(path).st_mode & 0o777) != wanted:
+            changed = True
+            if not check_mode:
+                os.chmod(path, wanted)
+    return changed
 
 
 def summary(advice, change_lines, plan_check):

@@ -5,11 +5,12 @@
 # imported under the names kubeadm asks for from a private-mirror image repository):
 #   1st run: kubeadm init on cp1, join of gpu-worker1 (node names from the inventory, not
 #            the containers' hostnames), bridge CNI; both Ready, CoreDNS Ready; no bootstrap
-#            token or certificate key in the verbose log
+#            token or certificate key in the verbose log nor in any process's arguments
+#            sampled during the join; afterwards no bootstrap token and no kubeadm-certs left
 #   2nd run: changed=0
 #   preflight: swap on, br_netfilter missing, a third machine claiming gpu-worker1's name,
 #            containerd on cgroupfs: each refused with its fix
-#   3rd run: the worker's kubelet.conf deleted; it rejoins and is Ready
+#   3rd run: the worker's kubelet.conf deleted; it rejoins and is Ready; no token left
 # Builds (or reuses) everything it needs in ~/.cache/gpushare-twin and docker images;
 # fails, never skips, when anything cannot run. Logs: $GPUSHARE_KUBEADM_STATE (kept on failure).
 set -euo pipefail
@@ -50,6 +51,11 @@ export GPUSHARE_KUBEADM_ETCD_TAG=${TWIN_ETCD_VERSION#v}-0 GPUSHARE_KUBEADM_CORED
 GPUSHARE_DEBIAN_MIRROR=$(tests/molecule/debian-mirror.sh); export GPUSHARE_DEBIAN_MIRROR
 
 tests/kubeadm/build-repo.sh "$CACHE/kubeadm-repo/core:/stable:/v$minor"
+# The stand-in repository's own key is the pinned one here (kubeadm_repo_key_fingerprints).
+GPUSHARE_KUBEADM_REPO_FINGERPRINT=$(gpg --show-keys --with-colons "$CACHE/kubeadm-repo/core:/stable:/v$minor/deb/Release.key" \
+  | awk -F: '$1 == "fpr" {print $10; exit}')
+[ -n "$GPUSHARE_KUBEADM_REPO_FINGERPRINT" ] || fail "no fingerprint in the stand-in repository's Release.key"
+export GPUSHARE_KUBEADM_REPO_FINGERPRINT
 # The image names kubeadm derives from the inventory's repository and tags.
 repo_name=$(sed -n 's/^kubeadm_image_repository: //p' tests/kubeadm/inventory/group_vars/all.yml)
 cat > "$state/images-config.yaml" <<EOF
@@ -163,7 +169,25 @@ coredns_ready() {
   [ -n "$ready" ] && ! grep -qv True <<<"$ready"
 }
 
-play run1 -v || { tail -n 40 "$state/run1.log" >&2; fail "first run"; }
+# While the first run joins, the process list of both nodes (/proc/*/cmdline, what `ps -eo
+# args` prints; the node image has no procps) and the bootstrap tokens that exist are sampled
+# every 0.2 s, so a secret in any argv (kubeadm's, Ansible's) is caught.
+sample_join() {  # output file; runs until killed
+  set +e +o pipefail   # a sample that fails (kubeadm not installed yet) must not end the sampler
+  while :; do
+    for c in "$CP" "$WORKER"; do
+      docker exec "$c" sh -c 'for f in /proc/[0-9]*/cmdline; do tr "\0" " " < "$f" 2>/dev/null; echo; done' 2>/dev/null \
+        | sed -n "s/^\(..*\)$/$c: \1/p"
+    done
+    docker exec "$CP" kubeadm token list -o jsonpath='{.token}{"\n"}' 2>/dev/null \
+      | sed -nE 's/^([a-z0-9]{6}\.[a-z0-9]{16})$/token: \1/p'
+    sleep 0.2
+  done >> "$1"
+}
+sample_join "$state/run1-processes.txt" &
+sampler_pid=$!
+play run1 -v || { kill "$sampler_pid" 2>/dev/null || true; tail -n 40 "$state/run1.log" >&2; fail "first run"; }
+kill "$sampler_pid" 2>/dev/null || true; wait "$sampler_pid" 2>/dev/null || true
 run1_done=$(date +%s)
 nodes_ready || { kc get nodes -o wide >&2 || true; fail "nodes cp1 and gpu-worker1 are not both Ready"; }
 say "nodes: $(kc get nodes -o jsonpath='{range .items[*]}{.metadata.name} ({.status.nodeInfo.kubeletVersion}, {.status.nodeInfo.containerRuntimeVersion}) {end}')"
@@ -174,15 +198,33 @@ grep -q "kube-proxy" "$state/pods.txt" || fail "no kube-proxy pod"
 if docker exec "$CP" journalctl -u containerd --no-pager | grep -q 'PullImage "'; then
   fail "containerd was asked to pull an image (journalctl -u containerd)"
 fi
-# Neither the bootstrap token nor the certificate key is in the verbose (-v) log.
-tokens=$(docker exec "$CP" kubeadm token list -o jsonpath='{.token}{"\n"}' 2>/dev/null || true)
-[ -n "$tokens" ] || fail "kubeadm token list shows no token to look for"
+# The join credentials are revoked: no bootstrap token left, no uploaded certificates.
+no_join_credentials() {  # run name
+  local left
+  left=$(docker exec "$CP" kubeadm token list -o jsonpath='{.token}{"\n"}') || fail "$1: kubeadm token list failed"
+  [ -z "$left" ] || fail "$1: bootstrap tokens left after the join: IDs $(cut -d. -f1 <<<"$left" | tr '\n' ' ')"
+  [ -z "$(kc -n kube-system get secret kubeadm-certs --ignore-not-found -o name)" ] \
+    || fail "$1: the kubeadm-certs Secret is still there after the join"
+}
+no_join_credentials run1
+# The sampler saw the join and the tokens of the run; none of them, and no certificate key or
+# kubeadm secret flag, is in a process's arguments or in the verbose (-v) log.
+grep -qE "^$WORKER: kubeadm join --config=" "$state/run1-processes.txt" \
+  || fail "the process samples never caught 'kubeadm join --config' on $WORKER ($state/run1-processes.txt)"
+tokens=$(sed -n 's/^token: //p' "$state/run1-processes.txt" | sort -u)
+[ -n "$tokens" ] || fail "the samples saw no bootstrap token to look for"
 while read -r t; do
-  [ -z "$t" ] || ! grep -qF "$t" "$state/run1.log" || fail "bootstrap token $t is in the playbook log"
+  ! grep -v '^token: ' "$state/run1-processes.txt" | grep -qF "$t" || fail "bootstrap token $t is in a process's arguments"
+  ! grep -qF "$t" "$state/run1.log" || fail "bootstrap token $t is in the playbook log"
 done <<<"$tokens"
+if grep -E "^($CP|$WORKER): .*kubeadm" "$state/run1-processes.txt" \
+    | grep -qE -- '--token|--certificate-key|--discovery-token|[a-z0-9]{6}\.[a-z0-9]{16}'; then
+  fail "a kubeadm process had a secret in its arguments: $(grep -E "kubeadm.*(--token|--certificate-key)" "$state/run1-processes.txt" | head -1 | sed -E 's/[a-z0-9]{6}\.[a-z0-9]{16}/<token>/g')"
+fi
 if grep -qiE 'certificate[ -]key[^a-f0-9]{1,20}[a-f0-9]{64}' "$state/run1.log"; then
   fail "a certificate key is in the playbook log"
 fi
+say "first run: $(grep -c '^token: ' "$state/run1-processes.txt") token samples, $(grep -c "^$WORKER: kubeadm join --config=" "$state/run1-processes.txt") samples of the join with no secret in argv; no token left"
 say "first run: both nodes Ready, CoreDNS Ready, no secret in the log"
 
 play run2 || fail "second run"
@@ -224,6 +266,7 @@ play run3 || { tail -n 40 "$state/run3.log" >&2; fail "third run (rejoin)"; }
 [ "$(recap_changed "$state/run3.log")" -gt 0 ] || fail "third run changed nothing"
 docker exec "$WORKER" test -s /etc/kubernetes/kubelet.conf || fail "worker has no kubelet.conf after the third run"
 [ "$(kc get node gpu-worker1 -o jsonpath='{.metadata.uid}')" != "$uid_before" ] || fail "gpu-worker1 was not registered again"
+no_join_credentials run3
 wait_for 120 "both nodes Ready after the rejoin" nodes_ready
 wait_for 180 "CoreDNS Ready after the rejoin" coredns_ready
 end=$(date +%s)

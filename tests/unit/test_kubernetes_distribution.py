@@ -200,7 +200,7 @@ def test_the_entry_agrees_with_its_role_and_host_prep(name):
     # plan_fact's kubeconfig without the role is the role's default path
     default = role_defaults[d.kubeconfig_var].strip()
     assert default.endswith("/" + d.kubeconfig_file.format(**{v: "{{ %s }}" % v for v in d.kubeconfig_file_vars}))
-    assert default.startswith("{{ lookup('gpushare.cluster.artifacts_dir') }}/")
+    assert default.startswith("{{ lookup('gpushare.cluster.artifacts_dir', secret=true) }}/")
     for var, value in d.kubeconfig_file_vars.items():
         assert role_defaults[var] == value
     # host_prep has every port variable the entry names
@@ -322,9 +322,9 @@ def site_kubeconfig(tmp_path, example: str, *extra: str) -> tuple[str, dict]:
 
 # (the inventory overrides one by one: test_distributions.py; each case here is a playbook run)
 @pytest.mark.parametrize("example, extra, kubeconfig", [
-    ("four-gpu-server", ("-e", "kubeadm_cluster_name=lab", "-e", "gpushare_kubeconfig="), "{tmp}/lab-admin.conf"),
+    ("four-gpu-server", ("-e", "kubeadm_cluster_name=lab", "-e", "gpushare_kubeconfig="), "{tmp}/secrets/lab-admin.conf"),
     ("four-gpu-server", ("-e", "role_ran=true"), "/fetched/admin.conf"),
-    ("microk8s-lab", (), "{tmp}/microk8s-admin.conf"),
+    ("microk8s-lab", (), "{tmp}/secrets/microk8s-admin.conf"),
     ("microk8s-lab", ("-e", "role_ran=true", "-e", "gpushare_kubeconfig=/x/g.conf"), "/x/g.conf"),
 ])
 def test_site_finds_the_kubeconfig_with_or_without_the_distribution_role(tmp_path, example, extra, kubeconfig):

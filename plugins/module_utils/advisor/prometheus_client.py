@@ -6,6 +6,11 @@ Transport through ``ansible.module_utils.urls.open_url`` (TLS verification, CA b
 client certificates), no other dependency: the advisor runs on the controller. Every failure
 becomes ``PrometheusError`` with a message that says what was tried, what went wrong and what
 to change; no traceback reaches the user.
+
+Credentials stay with the URL they were given for: ``user:pass@`` in the URL becomes the Basic
+credentials and is removed from the URL, so no message or report shows it (``redact_url``);
+redirects are followed by hand, never with the Authorization header, and never from https to
+http (urllib's and Ansible's redirect handlers keep the header for any target).
 API reference: https://prometheus.io/docs/prometheus/2.42/querying/api/
 """
 
@@ -25,6 +30,20 @@ from ansible.module_utils.urls import SSLValidationError, open_url
 # Prometheus refuses a range query of more than 11,000 points per series
 # (web/api/v1/api.go, "exceeded maximum resolution of 11,000 points per timeseries").
 MAX_POINTS = 11000
+# Redirects followed for one request (a reverse proxy's path or host change).
+MAX_REDIRECTS = 5
+
+
+def redact_url(url) -> str:
+    """``url`` without its userinfo (``user:pass@``), for messages and reports."""
+    text = str(url or "")
+    try:
+        parts = urllib.parse.urlsplit(text)
+    except ValueError:
+        return text.rsplit("@", 1)[-1]
+    if "@" not in parts.netloc:
+        return text
+    return urllib.parse.urlunsplit(parts._replace(netloc=parts.netloc.rsplit("@", 1)[1]))
 
 
 # How to reach the monitoring role's Prometheus from the controller.
@@ -43,11 +62,18 @@ class PrometheusClient:
         if not isinstance(url, str) or not url.strip():
             raise PrometheusError("gpushare_prometheus_url is empty; give the base URL of Prometheus, "
                                   "e.g. http://prometheus-operated.monitoring:9090")
-        parsed = urllib.parse.urlparse(url.strip())
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        try:
+            parsed = urllib.parse.urlsplit(url.strip())
+            parsed.port     # raises ValueError on a port that is not a number
+        except ValueError:
+            parsed = None
+        if parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname:
             raise PrometheusError("gpushare_prometheus_url %r is not an http(s) URL; give the base URL of "
-                                  "Prometheus, e.g. http://prometheus-operated.monitoring:9090" % url)
-        self.url = url.strip().rstrip("/")
+                                  "Prometheus, e.g. http://prometheus-operated.monitoring:9090" % redact_url(url))
+        if parsed.username is not None and username is None and not bearer_token:
+            username = urllib.parse.unquote(parsed.username)
+            password = urllib.parse.unquote(parsed.password or "")
+        self.url = redact_url(url.strip()).rstrip("/")
         self.timeout = timeout
         self.headers = {"Accept": "application/json", "User-Agent": "gpushare.cluster-usage-advisor"}
         if bearer_token:
@@ -92,24 +118,40 @@ class PrometheusClient:
 
     def _get(self, path: str, params: dict, expr: str) -> list:
         address = self.url + path + "?" + urllib.parse.urlencode(params)
-        try:
-            response = open_url(address, headers=self.headers, timeout=self.timeout, follow_redirects="safe",
-                                **self.tls)
-            body = response.read()
-        except urllib.error.HTTPError as exc:
-            raise PrometheusError(self._http_message(exc, path, expr)) from None
-        except SSLValidationError as exc:
-            raise PrometheusError("TLS certificate of %s not trusted: %s; give the CA with gpushare_prometheus_ca_path, "
-                                  "or (only for a test server) gpushare_prometheus_validate_certs=false"
-                                  % (self.url, str(exc).split("\n", 1)[0])) from None
-        except urllib.error.URLError as exc:
-            raise PrometheusError(self._url_message(exc.reason)) from None
-        except (socket.timeout, TimeoutError):
-            raise PrometheusError("Prometheus at %s did not answer %s within %s s (query %s); raise the timeout "
-                                  "or ask for fewer days" % (self.url, path, self.timeout, expr)) from None
-        except (ssl.SSLError, ConnectionError, http.client.HTTPException, OSError) as exc:
-            raise PrometheusError(self._url_message(exc)) from None
-        return self._decode(body, path, expr)
+        headers = self.headers
+        for _hop in range(MAX_REDIRECTS + 1):
+            try:
+                response = open_url(address, headers=headers, timeout=self.timeout, follow_redirects="none",
+                                    **self.tls)
+                return self._decode(response.read(), path, expr)
+            except urllib.error.HTTPError as exc:
+                location = exc.headers.get("Location") if exc.headers else None
+                if not (300 <= exc.code < 400 and location):
+                    raise PrometheusError(self._http_message(exc, path, expr)) from None
+                address = self._redirect(address, urllib.parse.urljoin(address, location))
+                headers = dict((k, v) for k, v in headers.items() if k.lower() != "authorization")
+            except SSLValidationError as exc:
+                raise PrometheusError("TLS certificate of %s not trusted: %s; give the CA with gpushare_prometheus_ca_path, "
+                                      "or (only for a test server) gpushare_prometheus_validate_certs=false"
+                                      % (self.url, str(exc).split("\n", 1)[0])) from None
+            except urllib.error.URLError as exc:
+                raise PrometheusError(self._url_message(exc.reason)) from None
+            except (socket.timeout, TimeoutError):
+                raise PrometheusError("Prometheus at %s did not answer %s within %s s (query %s); raise the timeout "
+                                      "or ask for fewer days" % (self.url, path, self.timeout, expr)) from None
+            except (ssl.SSLError, ConnectionError, http.client.HTTPException, OSError) as exc:
+                raise PrometheusError(self._url_message(exc)) from None
+        raise PrometheusError("Prometheus at %s redirected %s more than %d times; give gpushare_prometheus_url as "
+                              "the address that answers" % (self.url, path, MAX_REDIRECTS))
+
+    def _redirect(self, address: str, target: str) -> str:
+        """The next address of a redirect; https to anything else is refused."""
+        if urllib.parse.urlsplit(address).scheme == "https" and urllib.parse.urlsplit(target).scheme != "https":
+            raise PrometheusError("Prometheus at %s redirected to %s, from https to %s; refused, the query and "
+                                  "any session would travel in clear. Give the https address in "
+                                  "gpushare_prometheus_url" % (self.url, redact_url(target).split("?", 1)[0],
+                                                               urllib.parse.urlsplit(target).scheme or "?"))
+        return target
 
     def _decode(self, body: bytes, path: str, expr: str) -> list:
         try:

@@ -46,10 +46,21 @@ STAGES = (
 )
 
 
-# Launch prompts of every template: a person picks the inventory and check mode; variables
-# other than the survey's are not accepted (so a schedule's extra data is checked against it).
+# Launch prompts of every template: a person picks check mode; variables other than the
+# survey's are not accepted (so a schedule's extra data is checked against it). The inventory
+# is fixed whenever credentials are attached: with an inventory prompt, whoever may launch and
+# use any inventory would run the admin kubeconfig and the machine credential against hosts
+# and variables of their choosing (ansible_python_interpreter, ansible_host, a
+# gpushare_kubeconfig); only a template without credentials asks for the inventory.
 # playbooks/awx.yml writes these as literals (tests/unit/test_awx_schedules.py keeps them in step).
-PROMPTS = {"ask_inventory_on_launch": True, "ask_job_type_on_launch": True, "ask_variables_on_launch": False}
+PROMPTS = {"ask_job_type_on_launch": True, "ask_variables_on_launch": False}
+INVENTORY_PROMPT = "ask_inventory_on_launch"
+
+
+def inventory_prompt(credentials) -> bool:
+    """Whether a template with these credentials may ask for its inventory at launch: only
+    without any."""
+    return not credentials
 
 
 def window_boundaries(plan: dict) -> list[dict]:
@@ -128,6 +139,7 @@ def job_templates(plan: dict, settings: dict) -> list[dict]:
             "inventory": settings["inventory"], "playbook": stage["playbook"], "job_type": "run",
             "job_tags": stage["job_tags"], "execution_environment": settings["execution_environment"],
             "credentials": list(settings.get("credentials") or []),
+            INVENTORY_PROMPT: inventory_prompt(settings.get("credentials")),
             **PROMPTS,
             "survey_enabled": bool(spec),
             "survey_spec": {"name": name, "description": stage["description"], "spec": spec},
@@ -311,6 +323,16 @@ def launch_problems(template: dict, answers: dict | None = None) -> list[str]:
     return problems
 
 
+def prompt_problems(template: dict) -> list[str]:
+    """A template that attaches credentials and still asks for the inventory at launch."""
+    if template.get(INVENTORY_PROMPT) and template.get("credentials"):
+        names = ", ".join(template["credentials"])
+        return ["job template %r: attaches credentials %s and asks for the inventory at launch; whoever may "
+                "launch it could point them at any inventory and its variables. Fix: %s false (the "
+                "template's own inventory %r)" % (template.get("name"), names, INVENTORY_PROMPT, template.get("inventory"))]
+    return []
+
+
 def definition_problems(definitions: dict) -> list[str]:
     """Every problem of the job templates' surveys, the schedules and the inventory source, [] when AWX accepts them all.
 
@@ -318,7 +340,8 @@ def definition_problems(definitions: dict) -> list[str]:
     survey defaults among their choices, every template launchable through the API with no
     extra vars (no required question), schedules' extra data answering their template's
     survey, rules with a DTSTART in a time zone and an INTERVAL, no SCM inventory source on a
-    manual project.
+    manual project; and no template both attaches credentials and asks for its inventory at
+    launch.
 
     Args:
         definitions: the result of ``awx_definitions``, a dict with ``job_templates`` and
@@ -329,7 +352,7 @@ def definition_problems(definitions: dict) -> list[str]:
         strings; empty when AWX accepts them all.
     """
     templates = {t["name"]: t for t in definitions.get("job_templates", [])}
-    problems = [p for t in templates.values() for p in survey_problems(t)]
+    problems = [p for t in templates.values() for p in survey_problems(t) + prompt_problems(t)]
     # A person or a script launching through the API passes nothing: the defaults must do.
     problems += [p for t in templates.values() for p in launch_problems(t)]
     source, project = definitions.get("inventory_source"), definitions.get("project") or {}
@@ -357,5 +380,5 @@ def launch_extra_vars(template: dict, answers: dict | None = None) -> dict:
 
 
 __all__ = ["STAGES", "window_boundaries", "daily_rrule", "job_templates", "window_schedules", "project_and_inventory_source",
-           "awx_definitions", "survey_problems", "rrule_problems", "schedule_problems", "launch_problems",
-           "definition_problems", "launch_extra_vars"]
+           "awx_definitions", "survey_problems", "rrule_problems", "schedule_problems", "launch_problems", "prompt_problems",
+           "definition_problems", "inventory_prompt", "launch_extra_vars"]

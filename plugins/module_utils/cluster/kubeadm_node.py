@@ -6,6 +6,11 @@
   and a node name another machine holds, each as a message with the fix;
 - ``redact_join_secrets``: kubeadm output with bootstrap tokens and certificate keys
   masked, so a failed init or join can be shown without leaking them;
+- ``join_configuration``: the JoinConfiguration a host joins with (through a 0600 file and
+  ``kubeadm join --config``, so neither the token nor the certificate key is in argv) and
+  ``bootstrap_token_ids``: the IDs of the tokens a run created, which it deletes afterwards;
+- ``openpgp_fingerprints``: the fingerprints of the primary keys of a downloaded repository
+  signing key, which the role compares with the pinned ones before apt may trust it;
 - ``bridge_cni``: the bridge/host-local CNI configuration of one node from the Node
   objects (its podCIDR) and the routes to the other nodes' pod CIDRs.
 
@@ -14,6 +19,9 @@ Node names come from ``model.node_name`` (the rule the Plan names nodes with).
 
 from __future__ import annotations
 
+import base64
+import binascii
+import hashlib
 import re
 
 try:
@@ -23,7 +31,8 @@ except ImportError:     # Python < 3.11 on the controller: the cgroup check read
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import node_name
 
-__all__ = ["node_name", "module_probe_paths", "preflight_problems", "redact_join_secrets", "bridge_cni"]
+__all__ = ["node_name", "module_probe_paths", "preflight_problems", "redact_join_secrets", "join_configuration",
+           "bootstrap_token_ids", "openpgp_fingerprints", "bridge_cni"]
 
 # How to tell a kernel module is there, loaded or built in. Built-in modules without
 # parameters have no /sys/module entry (br_netfilter on many kernels), so the two
@@ -37,7 +46,9 @@ _CRI_RUNC_OPTIONS = ("plugins", "io.containerd.grpc.v1.cri", "containerd", "runt
 # containerd 2.x moved the runtimes under the CRI runtime plugin.
 _CRI_RUNC_OPTIONS_V3 = ("plugins", "io.containerd.cri.v1.runtime", "containerd", "runtimes", "runc", "options")
 
-_TOKEN = re.compile(r"\b[a-z0-9]{6}\.[a-z0-9]{16}\b")
+# Bootstrap token format "[a-z0-9]{6}.[a-z0-9]{16}" (token ID, then token secret):
+# https://kubernetes.io/docs/reference/access-authn-authz/bootstrap-tokens/#token-format
+_TOKEN = re.compile(r"\b([a-z0-9]{6})\.[a-z0-9]{16}\b")
 _HEX64 = re.compile(r"\b[a-f0-9]{64}\b")
 
 
@@ -195,6 +206,174 @@ def redact_join_secrets(text) -> str:
     """
     text = _TOKEN.sub("<token>", str(text or ""))
     return _HEX64.sub("<redacted>", text)
+
+
+def _join_command_parts(join_command: str) -> dict:
+    """Endpoint, token and CA hashes of ``kubeadm token create --print-join-command``'s line."""
+    words = str(join_command or "").split()
+    if words[:2] != ["kubeadm", "join"]:
+        raise ValueError("not a kubeadm join command (from 'kubeadm token create --print-join-command'): %r"
+                         % redact_join_secrets(join_command))
+    parts = {"endpoint": None, "token": None, "ca_hashes": []}
+    rest = iter(words[2:])
+    for word in rest:
+        if word == "--token":
+            parts["token"] = next(rest, None)
+        elif word == "--discovery-token-ca-cert-hash":
+            parts["ca_hashes"].append(next(rest, None))
+        elif not word.startswith("-") and parts["endpoint"] is None:
+            parts["endpoint"] = word
+    if not (parts["endpoint"] and parts["token"] and _TOKEN.fullmatch(parts["token"]) and parts["ca_hashes"]
+            and all(parts["ca_hashes"])):
+        raise ValueError("the kubeadm join command lacks the API server endpoint, a bootstrap token or a "
+                         "--discovery-token-ca-cert-hash: %r" % redact_join_secrets(join_command))
+    return parts
+
+
+def join_configuration(join_command: str, node: str, cri_socket: str, certificate_key: str = "",
+                       advertise_address: str = "", bind_port: int = 6443, ignore_preflight_errors=()) -> dict:
+    """The kubeadm JoinConfiguration (v1beta4) one host joins with.
+
+    The role writes it to a file of mode 0600 on the host and runs ``kubeadm join --config``, so
+    the bootstrap token and the certificate key never appear in a process's arguments (``ps``,
+    auditd) and the file is removed after the join.
+
+    Args:
+        join_command: the line ``kubeadm token create --print-join-command`` printed.
+        node: the Kubernetes node name of the joining host.
+        cri_socket: containerd's socket path (without ``unix://``).
+        certificate_key: the key ``kubeadm init phase upload-certs --upload-certs`` printed; given
+            only for a control-plane host, which then joins as one.
+        advertise_address: the control-plane host's API server address (control planes only).
+        bind_port: the API server port of a joining control plane.
+        ignore_preflight_errors: kubeadm preflight checks to downgrade to warnings, a list.
+
+    Returns:
+        The JoinConfiguration as a dict: ``discovery.bootstrapToken`` (endpoint, token, CA
+        hashes), ``nodeRegistration`` (name, CRI socket, ignored preflight errors) and, with a
+        certificate key, ``controlPlane``.
+    """
+    parts = _join_command_parts(join_command)
+    registration = {"name": node, "criSocket": "unix://" + cri_socket}
+    if ignore_preflight_errors:
+        registration["ignorePreflightErrors"] = list(ignore_preflight_errors)
+    config = {
+        "apiVersion": "kubeadm.k8s.io/v1beta4",
+        "kind": "JoinConfiguration",
+        "discovery": {"bootstrapToken": {"apiServerEndpoint": parts["endpoint"], "token": parts["token"],
+                                         "caCertHashes": parts["ca_hashes"]}},
+        "nodeRegistration": registration,
+    }
+    if certificate_key:
+        key = str(certificate_key).strip()
+        if not _HEX64.fullmatch(key):
+            raise ValueError("the certificate key from 'kubeadm init phase upload-certs' is not 64 hex digits "
+                             "(got %d characters)" % len(key))
+        config["controlPlane"] = {"certificateKey": key,
+                                  "localAPIEndpoint": {"advertiseAddress": advertise_address,
+                                                       "bindPort": int(bind_port)}}
+    return config
+
+
+def bootstrap_token_ids(texts) -> list:
+    """The IDs of the bootstrap tokens in kubeadm's output, to delete them after the joins.
+
+    The ID (the six characters before the dot) names a token for ``kubeadm token delete``
+    without its secret part, so deleting puts no secret in argv.
+
+    Args:
+        texts: kubeadm outputs, a list of strings (none or empty entries are skipped), e.g. the
+            ``kubeadm init`` output and the join command.
+
+    Returns:
+        The token IDs, sorted and unique, a list of strings.
+    """
+    return sorted({match.group(1) for text in texts or [] for match in _TOKEN.finditer(str(text or ""))})
+
+
+def _dearmor(data: bytes) -> bytes:
+    if not data.lstrip().startswith(b"-----BEGIN PGP"):
+        return data
+    lines = data.decode("ascii", "replace").splitlines()
+    body, in_block, in_headers = [], False, False
+    for line in lines:
+        line = line.strip()
+        if line.startswith("-----BEGIN PGP"):
+            in_block, in_headers = True, True
+        elif line.startswith("-----END PGP"):
+            break
+        elif in_block and in_headers:
+            in_headers = line != "" and ":" in line
+            if not in_headers and line:
+                body.append(line)
+        elif in_block and line and not line.startswith("="):
+            body.append(line)
+    try:
+        return base64.b64decode("".join(body), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError("the OpenPGP armor does not hold base64: %s" % exc) from exc
+
+
+def _packets(data: bytes):
+    """(tag, body) of each OpenPGP packet (RFC 9580 section 4.2, old and new formats)."""
+    at = 0
+    while at < len(data):
+        head = data[at]
+        if not head & 0x80:
+            raise ValueError("not an OpenPGP packet at byte %d" % at)
+        if head & 0x40:
+            tag, first = head & 0x3F, data[at + 1]
+            if first < 192:
+                length, at = first, at + 2
+            elif first < 224:
+                length, at = ((first - 192) << 8) + data[at + 2] + 192, at + 3
+            elif first == 255:
+                length, at = int.from_bytes(data[at + 2:at + 6], "big"), at + 6
+            else:
+                raise ValueError("partial-length packet in a key (byte %d)" % at)
+        else:
+            tag, kind = (head >> 2) & 0x0F, head & 0x03
+            if kind == 3:
+                length, at = len(data) - at - 1, at + 1
+            else:
+                size = (1, 2, 4)[kind]
+                length, at = int.from_bytes(data[at + 1:at + 1 + size], "big"), at + 1 + size
+        yield tag, data[at:at + length]
+        at += length
+
+
+def openpgp_fingerprints(content: str) -> list:
+    """The fingerprints of the primary public keys in a signing key file.
+
+    Computed as RFC 9580 section 5.5.4 says: version 4 keys SHA-1 over 0x99, the two-octet
+    length and the key packet's body; version 6 keys SHA-256 over 0x9B, a four-octet length and
+    the body. Subkeys are not listed (a repository pins its primary key).
+
+    Args:
+        content: the key file, base64-encoded as ``ansible.builtin.slurp`` returns it; armored
+            (``-----BEGIN PGP PUBLIC KEY BLOCK-----``) or binary.
+
+    Returns:
+        Upper-case hexadecimal fingerprints, a list of strings.
+    """
+    try:
+        data = base64.b64decode(str(content or ""), validate=True)
+    except (binascii.Error, ValueError) as exc:
+        raise ValueError("the key file content is not base64 (give the slurp module's content): %s" % exc) from exc
+    fingerprints = []
+    for tag, body in _packets(_dearmor(data)):
+        if tag != 6 or not body:
+            continue
+        if body[0] == 4:
+            digest = hashlib.sha1(b"\x99" + len(body).to_bytes(2, "big") + body, usedforsecurity=False)
+        elif body[0] == 6:
+            digest = hashlib.sha256(b"\x9b" + len(body).to_bytes(4, "big") + body)
+        else:
+            raise ValueError("OpenPGP key version %d is not supported (4 and 6 are)" % body[0])
+        fingerprints.append(digest.hexdigest().upper())
+    if not fingerprints:
+        raise ValueError("the file holds no OpenPGP public key")
+    return fingerprints
 
 
 def bridge_cni(nodes, name: str, network: str = "gpushare-bridge", bridge: str = "cni0") -> dict:

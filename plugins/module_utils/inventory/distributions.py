@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import SECRETS_DIR
+
 # The fact each distribution role sets on every host it runs on.
 FACT = "gpushare_distribution"
 # The keys of a runtime paths mapping (the GPU stack roles' <role>_runtime_paths).
@@ -173,7 +175,7 @@ def plan_fact(plan: dict, host_vars: dict, artifacts_dir: str) -> dict:
     first control plane): the one its role recorded there in this run; otherwise the same
     fact computed from the table (no role ran, e.g. ``site.yml --tags kueue``): the kubeconfig
     from the role's variable when the inventory sets it, else the role's default file in
-    ``artifacts_dir``; the runtime paths of ``assumed_runtime``; node_name None (only the role
+    the secrets directory of ``artifacts_dir``; the runtime paths of ``assumed_runtime``; node_name None (only the role
     pins node names). ``host_vars`` needs only the variables of ``host_variables``."""
     name = plan["cluster"]["kubernetes_distribution"]
     d = entry(name)
@@ -184,6 +186,6 @@ def plan_fact(plan: dict, host_vars: dict, artifacts_dir: str) -> dict:
         kubeconfig = host_vars[d.kubeconfig_var]
     else:
         file_vars = {k: host_vars.get(k, default) for k, default in d.kubeconfig_file_vars.items()}
-        kubeconfig = "%s/%s" % (artifacts_dir, d.kubeconfig_file.format(**file_vars))
+        kubeconfig = "%s/%s/%s" % (artifacts_dir, SECRETS_DIR, d.kubeconfig_file.format(**file_vars))
     return {"name": d.name, "role": d.role, "kubeconfig": kubeconfig, "runtime": assumed_runtime(name),
             "node_name": None}

@@ -392,7 +392,7 @@ def _read_team(problems: Problems, path: str, value) -> Team | None:
         borrow=r.boolean("borrow", not production),
         borrowing_limit=r.integer("borrowing_limit", None, minimum=0, maximum=100_000),
         lending_limit=r.integer("lending_limit", None, minimum=0, maximum=100_000),
-        members=r.string_list("members", ()),
+        members=_members(problems, r),
         path=path,
         pod_security=_pod_security(r),
     )
@@ -405,6 +405,22 @@ def _pod_security(r: _Reader) -> str:
                        "Use baseline for images that must start as root; run privileged pods in a namespace no team owns")
         return POD_SECURITY_LEVELS[0]
     return r.choice("pod_security", POD_SECURITY_LEVELS, POD_SECURITY_LEVELS[0])
+
+
+def _members(problems: Problems, r) -> tuple[str, ...]:
+    """The team's groups, bound to its namespaces' edit role. Kubernetes' own groups
+    (system:authenticated, system:serviceaccounts, system:masters, ...) are refused: binding one
+    would give every user, every service account or the cluster's components the team's
+    namespaces and GPUs."""
+    members = r.string_list("members", ())
+    raw = r.data.get("members")
+    for i, member in enumerate(raw if isinstance(raw, list) else []):
+        if isinstance(member, str) and member.startswith("system:"):
+            problems.add("%s[%d]" % (r.at("members"), i), "is a Kubernetes system group, not a team's group", member,
+                         "a group of your identity provider (e.g. ml-engineers)",
+                         "system: groups are every user, every service account or the cluster's own components; "
+                         "binding one would give them the team's namespaces and GPUs")
+    return tuple(m for m in members if not m.startswith("system:"))
 
 
 def _read_window(problems: Problems, path: str, value, gpu_mode: str, gpu_team, gpu_replicas) -> SharingWindow | None:

@@ -186,7 +186,7 @@ def test_the_distribution_filters():
     fact = FILTERS["distribution_fact"]("kubeadm", "/a/gpushare-admin.conf", "gpu01")
     assert fact["kubeconfig"] == "/a/gpushare-admin.conf" and fact["node_name"] == "gpu01"
     host_vars = HostVars(kubeadm_cluster_name="lab", other="not read")
-    assert FILTERS["plan_distribution"](PLAN_OF["kubeadm"], host_vars, "/a")["kubeconfig"] == "/a/lab-admin.conf"
+    assert FILTERS["plan_distribution"](PLAN_OF["kubeadm"], host_vars, "/a")["kubeconfig"] == "/a/secrets/lab-admin.conf"
     assert FILTERS["plan_distribution"](PLAN_OF["microk8s"], HostVars(gpushare_distribution=fact), "/a")["runtime"] \
         == distributions.assumed_runtime("microk8s")
     with pytest.raises(AnsibleFilterError, match="gpushare.cluster.plan_distribution: 'k3s'"):

@@ -49,3 +49,33 @@ def test_gpushare_artifacts_dir_as_extra_var(tmp_path):
 
 def test_an_inventory_without_hosts_means_the_playbook_directory(tmp_path):
     assert _artifacts_dirs(tmp_path, {"all": {}}) == {"localhost": str(tmp_path / "playbooks" / "artifacts")}
+
+
+SHOW_SECRETS = {"ansible.builtin.debug": {"msg": "{{ lookup('gpushare.cluster.artifacts_dir', secret=true) }}"}}
+
+
+def _secrets_dir(tmp_path, inventory: dict, *extra: str):
+    (tmp_path / "inventory").mkdir(parents=True)
+    path = tmp_path / "inventory" / "hosts.yml"
+    path.write_text(yaml.safe_dump(inventory))
+    (tmp_path / "playbooks").mkdir()
+    playbook = tmp_path / "playbooks" / "show.yml"
+    playbook.write_text(yaml.safe_dump([{"hosts": "localhost", "connection": "local", "gather_facts": False,
+                                         "tasks": [SHOW_SECRETS]}]))
+    rc, result, err = run_playbook(playbook, str(path), *extra)
+    return rc, result["plays"][0]["tasks"][0]["hosts"]["localhost"]
+
+
+def test_the_secrets_directory_is_under_the_inventory_artifacts(tmp_path):
+    rc, outcome = _secrets_dir(tmp_path, {"all": {"hosts": {"gpu01": None}}})
+    assert rc == 0 and outcome["msg"] == str(tmp_path / "inventory" / "artifacts" / "secrets")
+
+
+def test_the_secrets_directory_never_falls_back_to_the_playbook_directory(tmp_path):
+    """No inventory host: plain artifacts go next to the playbook, secrets are refused."""
+    rc, outcome = _secrets_dir(tmp_path, {"all": {}})
+    assert rc != 0 and outcome.get("failed")
+    assert "no inventory to keep secrets" in outcome["msg"] and "gpushare_artifacts_dir" in outcome["msg"]
+    assert not (tmp_path / "playbooks" / "artifacts").exists()
+    rc, outcome = _secrets_dir(tmp_path / "elsewhere", {"all": {}}, "-e", "gpushare_artifacts_dir=/srv/arts")
+    assert rc == 0 and outcome["msg"] == "/srv/arts/secrets"

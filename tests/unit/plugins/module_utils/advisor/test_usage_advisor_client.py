@@ -25,7 +25,8 @@ EMPTY = {"status": "success", "data": {"resultType": "vector", "result": []}}
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
-    """Answers by the server's `mode`: api (an empty Prometheus), html, other-json, auth, bad-query."""
+    """Answers by the server's `mode`: api (an empty Prometheus), html, other-json, auth, bad-query,
+    redirect (302 to the server's `target` with the same path)."""
 
     def log_message(self, *args):
         pass
@@ -40,6 +41,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self):  # noqa: N802 (http.server's name)
         mode = self.server.mode
+        self.server.seen.append((self.path, self.headers.get("Authorization")))
+        if mode == "redirect":
+            self.send_response(302)
+            self.send_header("Location", self.server.target + self.path)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
         if mode == "auth":
             wanted = "Basic " + base64.b64encode(b"grafana:s3cret").decode()
             if self.headers.get("Authorization") not in (wanted, "Bearer t0ken"):
@@ -59,6 +67,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
 def _serve(mode, tls=None):
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.mode = mode
+    server.seen = []        # (path, Authorization header) of each request
     if tls:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(*tls)
@@ -189,3 +198,82 @@ def test_range_queries_are_split_under_the_point_limit():
     finally:
         srv.shutdown()
     assert len(seen) == 4 and max(seen) <= 11000 and sum(seen) >= 28 * 1440
+
+
+BASIC_S3CRET = "Basic " + base64.b64encode(b"grafana:s3cret").decode()
+
+
+def test_userinfo_in_the_url_is_sent_as_credentials_and_shown_nowhere():
+    srv = _serve("auth")
+    try:
+        url = "http://grafana:s3cret@127.0.0.1:%d" % srv.server_address[1]
+        client = PrometheusClient(url)
+        assert client.query("up") == []
+        assert srv.seen[-1][1] == BASIC_S3CRET
+        assert client.url == "http://127.0.0.1:%d" % srv.server_address[1]
+        srv.mode = "html"
+        with pytest.raises(PrometheusError) as refused:
+            client.query("up")
+        assert "s3cret" not in str(refused.value) and "grafana@" not in str(refused.value)
+        with pytest.raises(PrometheusError) as bad:
+            PrometheusClient("ftp://grafana:s3cret@prometheus:9090")
+        assert "s3cret" not in str(bad.value) and "ftp://prometheus:9090" in str(bad.value)
+    finally:
+        srv.shutdown()
+
+
+def test_the_advisor_messages_carry_no_userinfo():
+    """The advisor's messages and the report's source are the client's url."""
+    srv = _serve("api")
+    try:
+        client = PrometheusClient("http://grafana:s3cret@127.0.0.1:%d" % srv.server_address[1])
+        with pytest.raises(ua.AdviceError) as empty:
+            ua.fetch_usage(client, 1795910400.0, ua.Settings())
+        assert "s3cret" not in str(empty.value) and "127.0.0.1" in str(empty.value)
+    finally:
+        srv.shutdown()
+
+
+def test_a_redirect_is_followed_without_the_authorization_header():
+    """The credentials were given for the first server; the one it redirects to gets none."""
+    other = _serve("api")
+    first = _serve("redirect")
+    first.target = "http://127.0.0.1:%d" % other.server_address[1]
+    try:
+        client = PrometheusClient("http://127.0.0.1:%d" % first.server_address[1], username="grafana", password="s3cret")
+        assert client.query("up") == []
+        assert [auth for _path, auth in first.seen] == [BASIC_S3CRET]
+        assert [path.split("?")[0] for path, _auth in other.seen] == ["/api/v1/query"]
+        assert [auth for _path, auth in other.seen] == [None]
+        assert PrometheusClient(first.target.replace("http://", "http://u:p@")).query("up") == []
+        assert other.seen[-1][1] == "Basic " + base64.b64encode(b"u:p").decode()
+    finally:
+        first.shutdown()
+        other.shutdown()
+
+
+def test_a_redirect_from_https_to_http_is_refused(tls_files):
+    other = _serve("api")
+    first = _serve("redirect", tls_files)
+    first.target = "http://127.0.0.1:%d" % other.server_address[1]
+    try:
+        client = PrometheusClient("https://127.0.0.1:%d" % first.server_address[1], ca_path=tls_files[0],
+                                  bearer_token="t0ken")
+        with pytest.raises(PrometheusError, match="redirected to http://127.0.0.1:%d/api/v1/query, from https to http; "
+                           "refused" % other.server_address[1]):
+            client.query("up")
+        assert other.seen == []
+    finally:
+        first.shutdown()
+        other.shutdown()
+
+
+def test_redirect_loops_end_with_a_message():
+    srv = _serve("redirect")
+    srv.target = "http://127.0.0.1:%d" % srv.server_address[1]
+    try:
+        with pytest.raises(PrometheusError, match="redirected /api/v1/query more than 5 times"):
+            PrometheusClient(srv.target).query("up")
+        assert len(srv.seen) == 6
+    finally:
+        srv.shutdown()

@@ -208,6 +208,7 @@ def test_role_literals_match_the_definitions():
     definitions = _definitions()
     for task in job_template_tasks:
         assert {k: task[k] for k in awx.PROMPTS} == awx.PROMPTS
+        assert task[awx.INVENTORY_PROMPT] == "{{ item.%s }}" % awx.INVENTORY_PROMPT
         assert {t["job_type"] for t in definitions["job_templates"]} == {task["job_type"]}
     assert {t["survey_enabled"] for t in definitions["job_templates"]} == {True, False}
     schedule_task = next(t["awx.awx.schedule"] for t in block if "awx.awx.schedule" in t)
@@ -282,3 +283,22 @@ def test_role_syncs_the_git_project_only_when_asked_or_changed_with_a_time_limit
     assert source["when"] == "awx_definitions.inventory_source is not none"
     said = [i for i, t in enumerate(tasks) if "awx_definitions.notes" in str(t.get("ansible.builtin.debug", ""))]
     assert said and said[0] < first_awx_call
+def test_templates_with_credentials_have_a_fixed_inventory():
+    """With credentials attached (the Machine credential, the admin kubeconfig) no template asks
+    for the inventory; without any, each may."""
+    with_credentials = _definitions()
+    assert [t["ask_inventory_on_launch"] for t in with_credentials["job_templates"]] == [False] * len(awx.STAGES)
+    assert {t["inventory"] for t in with_credentials["job_templates"]} == {"gpushare"}
+    assert awx.definition_problems(with_credentials) == []
+    without = awx.awx_definitions(_plan(), dict(SETTINGS, credentials=[]))
+    assert [t["ask_inventory_on_launch"] for t in without["job_templates"]] == [True] * len(awx.STAGES)
+    assert awx.definition_problems(without) == []
+
+
+def test_an_inventory_prompt_next_to_credentials_is_a_problem():
+    definitions = _definitions()
+    definitions["job_templates"][1]["ask_inventory_on_launch"] = True
+    assert awx.definition_problems(definitions) == [
+        "job template 'gpushare hosts and Kubernetes': attaches credentials gpu servers and asks for the inventory at "
+        "launch; whoever may launch it could point them at any inventory and its variables. Fix: "
+        "ask_inventory_on_launch false (the template's own inventory 'gpushare')"]

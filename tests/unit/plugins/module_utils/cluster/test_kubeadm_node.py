@@ -152,3 +152,41 @@ def test_node_name_filter_is_the_plan_rule():
     for host in ["GPU01.example.com", "gpu-02", "Node3"]:
         assert FILTERS["node_name"](host) == model.node_name(host)
     assert FILTERS["node_name"]("GPU01.example.com") == "gpu01"
+
+
+def test_a_join_command_without_its_parts_is_refused_without_echoing_the_token():
+    with pytest.raises(ValueError) as refused:
+        kubeadm_node.join_configuration("kubeadm join --token abcdef.0123456789abcdef", "gpu01", "/run/c.sock")
+    assert "abcdef.0123456789abcdef" not in str(refused.value) and "<token>" in str(refused.value)
+    with pytest.raises(ValueError, match="not a kubeadm join command"):
+        kubeadm_node.join_configuration("Error: cannot reach the API server", "gpu01", "/run/c.sock")
+
+
+def test_token_ids_are_the_parts_before_the_dot_of_each_token():
+    # Two outputs by hand: kubeadm init's join hint and the token create line, one token twice.
+    init = "kubeadm join 10.0.0.1:6443 --token 9x8y7z.aaaaaaaaaaaaaaaa \\\n --discovery-token-ca-cert-hash sha256:" + "0" * 64
+    created = "kubeadm join 10.0.0.1:6443 --token abc123.bbbbbbbbbbbbbbbb ... 9x8y7z.aaaaaaaaaaaaaaaa"
+    assert FILTERS["kubeadm_token_ids"]([init, created, None]) == ["9x8y7z", "abc123"]
+
+
+def test_openpgp_fingerprints_are_gpgs(tmp_path):
+    """Keys made by gpg here; gpg's own fingerprint listing is the expected answer."""
+    import base64
+    import os
+    import subprocess
+    env = dict(os.environ, GNUPGHOME=str(tmp_path))
+    tmp_path.chmod(0o700)
+    for uid in ("first repository", "second repository"):
+        subprocess.run(["gpg", "--batch", "--passphrase", "", "--quick-gen-key", uid, "rsa2048", "sign", "never"],
+                       env=env, check=True, capture_output=True)
+    listing = subprocess.run(["gpg", "--with-colons", "--list-keys"], env=env, check=True, capture_output=True,
+                             text=True).stdout.splitlines()
+    # The fpr record that follows each pub record (sub keys' fpr records follow sub records).
+    expected = [listing[i + 1].split(":")[9] for i, line in enumerate(listing) if line.startswith("pub:")]
+    assert len(expected) == 2
+    armored = subprocess.run(["gpg", "--armor", "--export"], env=env, check=True, capture_output=True).stdout
+    binary = subprocess.run(["gpg", "--export"], env=env, check=True, capture_output=True).stdout
+    for data in (armored, binary):
+        assert FILTERS["openpgp_fingerprints"](base64.b64encode(data).decode()) == expected
+    with pytest.raises(ValueError, match="no OpenPGP public key"):
+        kubeadm_node.openpgp_fingerprints(base64.b64encode(b"-----BEGIN PGP PUBLIC KEY BLOCK-----\n\n-----END PGP PUBLIC KEY BLOCK-----\n").decode())

@@ -68,13 +68,13 @@ def test_the_role_fact():
 # --- plan_fact: what site.yml hands the GPU stack (formerly an if/else in site.yml) ------------
 
 @pytest.mark.parametrize("name, host_vars, kubeconfig", [
-    ("microk8s", {}, ARTIFACTS + "/microk8s-admin.conf"),
+    ("microk8s", {}, ARTIFACTS + "/secrets/microk8s-admin.conf"),
     ("microk8s", {"microk8s_kubeconfig_local_path": "/x/m.conf"}, "/x/m.conf"),
-    ("microk8s", {"kubeadm_kubeconfig_local_path": "/x/k.conf"}, ARTIFACTS + "/microk8s-admin.conf"),
-    ("kubeadm", {}, ARTIFACTS + "/gpushare-admin.conf"),
-    ("kubeadm", {"kubeadm_cluster_name": "lab"}, ARTIFACTS + "/lab-admin.conf"),
+    ("microk8s", {"kubeadm_kubeconfig_local_path": "/x/k.conf"}, ARTIFACTS + "/secrets/microk8s-admin.conf"),
+    ("kubeadm", {}, ARTIFACTS + "/secrets/gpushare-admin.conf"),
+    ("kubeadm", {"kubeadm_cluster_name": "lab"}, ARTIFACTS + "/secrets/lab-admin.conf"),
     ("kubeadm", {"kubeadm_cluster_name": "lab", "kubeadm_kubeconfig_local_path": "/x/k.conf"}, "/x/k.conf"),
-    ("kubeadm", {"microk8s_kubeconfig_local_path": "/x/m.conf"}, ARTIFACTS + "/gpushare-admin.conf"),
+    ("kubeadm", {"microk8s_kubeconfig_local_path": "/x/m.conf"}, ARTIFACTS + "/secrets/gpushare-admin.conf"),
 ])
 def test_without_the_role_the_kubeconfig_is_the_role_default_or_the_inventory_override(name, host_vars, kubeconfig):
     fact = distributions.plan_fact(plan(name), host_vars, ARTIFACTS)
@@ -99,7 +99,7 @@ def test_the_fact_the_role_recorded_wins(name):
 def test_a_fact_of_another_distribution_is_ignored():
     recorded = distributions.distribution_fact("microk8s", "/fetched/admin.conf", "cp1")
     fact = distributions.plan_fact(plan("kubeadm"), {distributions.FACT: recorded}, ARTIFACTS)
-    assert fact["kubeconfig"] == ARTIFACTS + "/gpushare-admin.conf" and fact["runtime"] == {}
+    assert fact["kubeconfig"] == ARTIFACTS + "/secrets/gpushare-admin.conf" and fact["runtime"] == {}
 
 
 def test_host_variables_are_those_plan_fact_reads():

@@ -224,3 +224,15 @@ def test_message_reads_as_path_value_allowed():
     text = str(only_problem(v))
     assert text == ("gpushare_workloads[0].kind: is not one of the allowed values (got 'inference'); "
                     "allowed: serving, notebook, training, batch. Use one of the allowed values")
+
+
+@pytest.mark.parametrize("group", ["system:authenticated", "system:serviceaccounts", "system:masters"])
+def test_kubernetes_system_groups_are_refused_as_members(group):
+    v = example_day()
+    v["gpushare_teams"][2]["members"] = ["ml-engineers", 7, group]
+    found = problems_of(v)
+    system = [p for p in found if "system group" in p.message]
+    assert len(system) == 1, [str(p) for p in found]
+    p = system[0]
+    assert p.path == "gpushare_teams[2].members[2]" and p.value == group
+    assert "identity provider" in p.allowed and "every user" in p.hint and group in str(p)
