@@ -8,7 +8,8 @@ did what. Only when no repair helps is the current inventory kept, with the plan
 ``keep-owned``: GPUs that the proposal gave to another team go back to the team that owns them
 now, as they are. ``narrow-pools``: time-sliced (and MPS) pools wanting more replicas than
 their GPUs give get more sharers per GPU, up to the inventory's limit of 64. ``to-buy``: the
-advised workloads the planner still names (or, for a shortfall of all MIG or shared replicas,
+advised workloads the planner still names (by path, or by name in a team's problem;
+or, for a shortfall of all MIG or shared replicas,
 the one of the lowest priority team asking most) leave the proposal for its current entry,
 or, without one, for "GPUs to buy". ``current-layout``: the advised workloads on the GPUs as
 they are now.
@@ -118,6 +119,8 @@ def _to_buy(state: State, problems: list) -> str | None:
         m = _WORKLOAD_PATH.match(p.path)
         if m and int(m.group(1)) < len(state.workloads):
             named.append(state.workloads[int(m.group(1))]["name"])
+        elif p.path.startswith("gpushare_teams"):  # a team's demand beyond its quota names its workloads
+            named += [n for n in advised if re.search(r"(?<![\w-])%s(?![\w-])" % re.escape(n), str(p))]
     if not named:
         text = " ".join(str(p) for p in problems)
         modes = [m for m in (MIG,) + SHARED_MODES if re.search(r"\b%s\b" % re.escape(m), text, re.I)]
