@@ -57,7 +57,7 @@ for inv in inventory-examples/*/ "$work/example-day-berlin/"; do
     || { tail -n 40 "$work/awx-$name.log" >&2; exit 1; }
   extra=()
   [ "$name" = example-day-berlin ] && extra=(--expect-dst)
-  python tests/awx/validate.py "$work/defs/$name/definitions.json" "${extra[@]}"
+  python tests/awx/validate.py "$work/defs/$name/definitions.json" --inventory "$inv" "${extra[@]}"
 done
 
 step "execution environment (ansible-builder)"
