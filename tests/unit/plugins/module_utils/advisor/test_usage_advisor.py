@@ -210,7 +210,10 @@ def test_gaps_give_not_enough_data_and_keep_the_current_entries():
     assert all("samples missing on gpu01" in s["reason"] for s in out["services"])
     current = {w["name"]: w for w in example_inventory()["gpushare_workloads"]}
     for w in out["proposal"]["workloads"]:
-        assert w.get("sharing") == current[w["name"]].get("sharing"), w
+        # The inventory's own words (workloads.yml): isolation full -> whole, hardware -> mig, none -> timeslice.
+        entry = current[w["name"]]
+        assert w["sharing"] == entry.get("sharing", {"full": "whole", "hardware": "mig", "none": "timeslice"}.get(
+            entry.get("isolation"))), (w, entry)
         assert w.get("memory_gib") == current[w["name"]].get("memory_gib")
 
 
