@@ -35,6 +35,13 @@ the Plan (which is used only for the nodes' hardware and Kueue's configuration, 
   DeviceClass of a pod's ResourceClaimTemplates), so research gets the published H200s but
   production's reserve, the rest wait for quota while their devices are free.
 
+Then the example day's inventory (four-gpu-server), whose CPU and memory are not covered
+(``quotaCheckStrategy: IgnoreUndeclared``): a Job asking for CPU and memory besides its GPU
+waits for ever under a Kueue configuration without the Plan's strategy (Kueue's default,
+BlockUndeclared, which the twin's own configuration keeps), and with the Plan's is admitted;
+training then borrows production's idle GPU with CPU and memory requested and production's
+reclaim preempts it.
+
 Every Job carries the queue label (and its team's priority class). Measured figures go to
 build/twin/mixed-fleet.json (or $GPUSHARE_TWIN_RESULTS).
 """
@@ -51,7 +58,7 @@ import yaml
 
 import dra_devices
 import gpu_nodes
-from conftest import ROOT, run_playbook, write_results
+from conftest import EXAMPLE, ROOT, run_playbook, write_results
 from test_example_day import cluster_queue_usage, job, workload_of
 from twinclient import condition, is_true, state_dir
 
@@ -391,3 +398,49 @@ def test_dra_claims_count_against_quota(twin_session, fleet):
                             "devices": sorted(devices), "pending_message": pending_message(
                                 twin, ns, sorted(set(names) - set(got))[0])}
     delete_jobs(twin, [ns])
+
+
+def test_uncovered_cpu_memory_needs_the_plans_configuration_then_reclaim_works(twin_session, example_plan, operator_sim):
+    """four-gpu-server: CPU and memory in no ClusterQueue. Kueue's default strategy refuses a
+    Job that asks for them; IgnoreUndeclared (the Plan's) admits it, and production still
+    reclaims its GPU from training's borrowed one."""
+    twin = twin_session
+    teams = {t["name"]: t for t in yaml.safe_load((EXAMPLE / "group_vars" / "all" / "teams.yml").read_text())[
+        "gpushare_teams"]}
+    namespaces = [ns for t in teams.values() for ns in t["namespaces"]]
+    delete_jobs(twin, namespaces)  # what the example day left running
+    run = run_playbook(EXAMPLE)
+    assert run["counts"]["failed"] == 0
+    training, prod = namespace_of(teams, "training"), namespace_of(teams, "production")
+    asks = dict(CPU_MEMORY, **{GPU: 1})
+    (probe,) = submit(twin, training, "training", "cpu-probe", 1, asks)
+
+    def refused():
+        wl = workloads(twin, training).get(probe)
+        cond = condition(wl, "QuotaReserved") if wl else None
+        return cond if cond and cond["status"] == "False" else None
+
+    cond = twin.wait_for("the CPU-asking job refused under Kueue's default strategy", refused, timeout=TIMEOUT)
+    assert "cpu" in cond["message"], cond["message"]
+    RESULTS["block_undeclared_message"] = cond["message"]
+    time.sleep(SETTLE_S)
+    assert not admitted(twin, training, [probe])
+    delete_jobs(twin, [training])
+    with kueue_resources(example_plan["kueue"]["configuration"]["resources"]):
+        whole = allocatable(twin, "h200-141gb", GPU)
+        owned = sum(1 for g in yaml.safe_load((EXAMPLE / "host_vars" / "gpu01.yml").read_text())["gpushare_node"]["gpus"]
+                    if g.get("mode") == "whole" and g.get("team") == "training")
+        # training: its own whole GPU plus production's idle one (production lends, no limit)
+        (fine_tune,) = submit(twin, training, "training", "fine-tune-cpu", 1, dict(CPU_MEMORY, **{GPU: whole}))
+        twin.wait_for("training's job with CPU and memory admitted", lambda: admitted(twin, training, [fine_tune]),
+                      timeout=TIMEOUT)
+        usage = cluster_queue_usage(twin, "training", GPU)
+        assert (usage["total"], usage["borrowed"]) == (str(whole), str(whole - owned)), usage
+        start = time.monotonic()
+        (serving,) = submit(twin, prod, "production", "vllm-cpu", 1, asks)
+        twin.wait_for("production's job admitted", lambda: admitted(twin, prod, [serving]), timeout=TIMEOUT, interval=0.1)
+        RESULTS["ignore_undeclared_reclaim_s"] = round(time.monotonic() - start, 2)
+        preempted = condition(workloads(twin, training)[fine_tune], "Preempted")
+        assert preempted and preempted["status"] == "True" and preempted["reason"] == "InCohortReclamation", preempted
+        delete_jobs(twin, [training, prod])
+    write_results("mixed-fleet", RESULTS)
