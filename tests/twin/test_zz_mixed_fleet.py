@@ -142,24 +142,27 @@ def admitted(twin, ns: str, names: list) -> list[str]:
 
 
 def settled_admissions(twin, ns: str, names: list, expected: int) -> list[str]:
-    """Waits until ``expected`` of ``names`` are admitted and every other one has been refused
-    for quota, then SETTLE_S more seconds; returns the admitted (any change fails the test)."""
+    """Waits until every one of ``names`` has its Workload and ``expected`` are admitted, then
+    SETTLE_S more seconds; returns the admitted (any change fails the test). The rest stay
+    pending: refused for quota (QuotaReserved False), or not tried yet behind a refused head."""
     def ready():
         wls = workloads(twin, ns)
-        if len(wls.keys() & set(names)) != len(names):
-            return None
         done = admitted(twin, ns, names)
-        refused = [n for n in names if n not in done and (condition(wls[n], "QuotaReserved") or {}).get("status") == "False"]
-        return done if len(done) >= expected and len(done) + len(refused) == len(names) else None
+        return done if len(wls.keys() & set(names)) == len(names) and len(done) >= expected else None
 
-    first = twin.wait_for(f"{expected} of {len(names)} jobs in {ns} admitted, the rest refused", ready, timeout=TIMEOUT)
+    first = twin.wait_for(f"{expected} of {len(names)} jobs in {ns} admitted", ready, timeout=TIMEOUT)
     time.sleep(SETTLE_S)
     assert admitted(twin, ns, names) == first, "admissions still changing"
     return first
 
 
-def pending_message(twin, ns: str, name: str) -> str:
-    return condition(workloads(twin, ns)[name], "QuotaReserved")["message"]
+def refusals(twin, ns: str, names: list) -> list[str]:
+    """The QuotaReserved messages of ``names`` refused so far (at least one, or the test fails)."""
+    wls = workloads(twin, ns)
+    found = [condition(wls[n], "QuotaReserved") or {} for n in names]
+    messages = [c["message"] for c in found if c.get("status") == "False"]
+    assert messages, f"none of {names} refused"
+    return messages
 
 
 def delete_jobs(twin, namespaces) -> None:
@@ -270,8 +273,7 @@ def test_borrowing_limit_caps_research(twin_session, fleet):
     assert len(got) == expected, got
     usage = cluster_queue_usage(twin, "research", GPU)
     assert (usage["total"], usage["borrowed"]) == (str(expected), str(limit)), usage
-    (waiting,) = sorted(set(names) - set(got))
-    message = pending_message(twin, ns, waiting)
+    (message,) = refusals(twin, ns, sorted(set(names) - set(got)))
     assert "insufficient" in message and GPU in message, message
     RESULTS["borrowing_limit"] = {"owned": owned, "limit": limit, "advertised_whole_a100": free, "admitted": len(got),
                                   "pending_message": message}
@@ -302,9 +304,10 @@ def test_lending_limit_keeps_production_reserve(twin_session, fleet):
     cpu_nominal = queue_limits(twin, "inference", "cpu-memory", "cpu")["nominalQuota"]
     assert expected * int(CPU_MEMORY["cpu"]) > cpu_nominal, (expected, cpu_nominal)
     assert int(cluster_queue_usage(twin, "inference", "cpu").get("borrowed", "0")) > 0
-    (waiting,) = sorted(set(names) - set(got))
+    (message,) = refusals(twin, ns, sorted(set(names) - set(got)))
+    assert "insufficient" in message and GPU in message, message
     RESULTS["lending_limit"] = {"advertised_whole_a100": advertised, "production_reserve": reserve,
-                                "admitted": len(got), "pending_message": pending_message(twin, ns, waiting)}
+                                "admitted": len(got), "pending_message": message}
     fleet["inference_batch"] = names
 
 
@@ -381,8 +384,8 @@ def test_dra_claims_count_against_quota(twin_session, fleet):
     for name in got:
         usage = wls[name]["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]
         assert usage.get(fleet["dra_quota"]) == "1", usage
-    for name in sorted(set(names) - set(got)):
-        message = pending_message(twin, ns, name)
+    messages = refusals(twin, ns, sorted(set(names) - set(got)))
+    for message in messages:
         assert "insufficient" in message and fleet["dra_quota"] in message, message
     quota = cluster_queue_usage(twin, "research", fleet["dra_quota"])
     assert (quota["total"], quota["borrowed"]) == (str(expected), str(expected - research_owned)), quota
@@ -396,8 +399,7 @@ def test_dra_claims_count_against_quota(twin_session, fleet):
     devices = twin.wait_for(f"{expected} claims allocated", allocated, timeout=TIMEOUT)
     assert len(set(devices)) == expected, devices  # one device each, on the H200 server
     RESULTS["dra_quota"] = {"published": len(published), "production_reserve": reserve, "admitted": len(got),
-                            "devices": sorted(devices), "pending_message": pending_message(
-                                twin, ns, sorted(set(names) - set(got))[0])}
+                            "devices": sorted(devices), "pending_message": messages[0]}
     delete_jobs(twin, [ns])
 
 
