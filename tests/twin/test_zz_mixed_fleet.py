@@ -198,7 +198,7 @@ def namespace_of(teams: dict, team: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def fleet(twin_session, operator_sim):  # noqa: ARG001  (the example's gpu01 and its stand-in exist first, as in the whole suite)
+def fleet(twin_session, operator_sim):  # pylint: disable=unused-argument  # gpu01 and its stand-in first, as in the whole suite
     from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
     from inventories import load_dir
     twin = twin_session
