@@ -430,7 +430,8 @@ def test_uncovered_cpu_memory_needs_the_plans_configuration_then_reclaim_works(t
     assert not admitted(twin, training, [probe])
     delete_jobs(twin, [training])
     with kueue_resources(example_plan["kueue"]["configuration"]["resources"]):
-        whole = allocatable(twin, "h200-141gb", GPU)
+        # The example's one server (host_vars/gpu01.yml); other twin tests leave nodes of its model.
+        whole = int(twin.get("/api/v1/nodes/gpu01")["status"]["allocatable"][GPU])
         owned = sum(1 for g in yaml.safe_load((EXAMPLE / "host_vars" / "gpu01.yml").read_text())["gpushare_node"]["gpus"]
                     if g.get("mode") == "whole" and g.get("team") == "training")
         # training: its own whole GPU plus production's idle one (production lends, no limit)
