@@ -193,6 +193,15 @@ def queue_limits(twin, cq: str, flavor: str, resource: str) -> dict:
     raise AssertionError(f"ClusterQueue {cq} has no {flavor}/{resource}")
 
 
+def example_teams() -> dict:
+    """The example day's teams (inventory-examples/four-gpu-server's teams.yml)."""
+    return {t["name"]: t for t in yaml.safe_load((EXAMPLE / "group_vars" / "all" / "teams.yml").read_text())["gpushare_teams"]}
+
+
+def example_namespaces() -> list[str]:
+    return [ns for t in example_teams().values() for ns in t["namespaces"]]
+
+
 def namespace_of(teams: dict, team: str) -> str:
     return teams[team]["namespaces"][0]
 
@@ -211,6 +220,7 @@ def fleet(twin_session, operator_sim):  # pylint: disable=unused-argument  # gpu
     sim = gpu_nodes.OperatorSim(twin, plugin_nodes).start()
     teams, hosts = inventory()
     namespaces = [ns for t in teams.values() for ns in t["namespaces"]]
+    delete_jobs(twin, example_namespaces())  # the example day's, whose quota would stay accounted
     try:
         with kueue_resources(plan["kueue"]["configuration"]["resources"]):
             run = run_playbook(MIXED)
@@ -408,10 +418,7 @@ def test_uncovered_cpu_memory_needs_the_plans_configuration_then_reclaim_works(t
     Job that asks for them; IgnoreUndeclared (the Plan's) admits it, and production still
     reclaims its GPU from training's borrowed one."""
     twin = twin_session
-    teams = {t["name"]: t for t in yaml.safe_load((EXAMPLE / "group_vars" / "all" / "teams.yml").read_text())[
-        "gpushare_teams"]}
-    namespaces = [ns for t in teams.values() for ns in t["namespaces"]]
-    delete_jobs(twin, namespaces)  # what the example day left running
+    teams = example_teams()
     run = run_playbook(EXAMPLE)
     assert run["counts"]["failed"] == 0
     training, prod = namespace_of(teams, "training"), namespace_of(teams, "production")
