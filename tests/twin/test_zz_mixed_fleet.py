@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import subprocess
 import sys
 import time
@@ -431,7 +432,8 @@ def test_uncovered_cpu_memory_needs_the_plans_configuration_then_reclaim_works(t
         return cond if cond and cond["status"] == "False" else None
 
     cond = twin.wait_for("the CPU-asking job refused under Kueue's default strategy", refused, timeout=TIMEOUT)
-    assert "cpu" in cond["message"], cond["message"]
+    # Kueue v0.19.2: "couldn't assign flavors to pod set main: resource memory unavailable in ClusterQueue"
+    assert re.search(r"resource (cpu|memory) unavailable in ClusterQueue", cond["message"]), cond["message"]
     RESULTS["block_undeclared_message"] = cond["message"]
     time.sleep(SETTLE_S)
     assert not admitted(twin, training, [probe])
