@@ -447,8 +447,9 @@ def test_uncovered_cpu_memory_needs_the_plans_configuration_then_reclaim_works(t
         (fine_tune,) = submit(twin, training, "training", "fine-tune-cpu", 1, dict(CPU_MEMORY, **{GPU: whole}))
         twin.wait_for("training's job with CPU and memory admitted", lambda: admitted(twin, training, [fine_tune]),
                       timeout=TIMEOUT)
-        usage = cluster_queue_usage(twin, "training", GPU)
-        assert (usage["total"], usage["borrowed"]) == (str(whole), str(whole - owned)), usage
+        twin.wait_for(f"training's reservation {whole} with {whole - owned} borrowed (ClusterQueue status)", lambda: (
+            lambda u: u if u and (u.get("total"), u.get("borrowed")) == (str(whole), str(whole - owned)) else None)(
+            cluster_queue_usage(twin, "training", GPU)), timeout=TIMEOUT)
         start = time.monotonic()
         (serving,) = submit(twin, prod, "production", "vllm-cpu", 1, asks)
         twin.wait_for("production's job admitted", lambda: admitted(twin, prod, [serving]), timeout=TIMEOUT, interval=0.1)
