@@ -35,6 +35,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import 
 DAYS = float(os.environ.get("GPUSHARE_PROM_DAYS", "2"))
 STEP = 300
 SEED = 7
+LOOKBACK_S = 900  # samples are STEP apart (a live scrape is 15 s): Prometheus looks back this far
 # The role's gpu_operator values set honorLabels true (pod labels as namespace); an operator
 # installed elsewhere keeps the chart default false (exported_namespace). Both are exercised.
 HONOR_LABELS = {"four-gpu-server": True}
@@ -49,8 +50,9 @@ def query(url: str, path: str, **params) -> dict:
 
 
 class Stack:
-    def __init__(self, name: str, url: str, truth: dict, plan: dict, data_dir: Path):
+    def __init__(self, name: str, url: str, truth: dict, plan: dict, data_dir: Path, openmetrics: Path):
         self.name, self.url, self.truth, self.plan, self.data_dir = name, url, truth, plan, data_dir
+        self.openmetrics = openmetrics
 
     def instant(self, expr: str, at: float | None = None) -> list:
         params = {"query": expr}
@@ -71,7 +73,7 @@ def stacks(tmp_path_factory):
     base = tmp_path_factory.mktemp("prometheus")
     # The history ends when each Prometheus starts; samples are 5 minutes apart (a live scrape
     # is 15 s), so the live rule evaluation looks back 15 minutes for the newest one.
-    env = dict(os.environ, GPUSHARE_PROMETHEUS_ARGS="--query.lookback-delta=15m")
+    env = dict(os.environ, GPUSHARE_PROMETHEUS_ARGS="--query.lookback-delta=%ds" % LOOKBACK_S)
     try:
         for name in inventories.EXAMPLE_NAMES:
             text, truth = generate.build(name, SEED, DAYS, STEP, end=time.time(), honor_labels=HONOR_LABELS.get(name, False))
@@ -83,7 +85,7 @@ def stacks(tmp_path_factory):
             assert proc.returncode == 0, "up.sh %s failed:\n%s" % (name, proc.stderr[-3000:])
             url = proc.stdout.strip().splitlines()[-1]
             plan = plan_module.build_plan(inventories.load_example(name))
-            out[name] = Stack(name, url, truth, plan, data)
+            out[name] = Stack(name, url, truth, plan, data, om)
         yield out
     finally:
         for name in inventories.EXAMPLE_NAMES:
@@ -239,3 +241,101 @@ def test_every_dashboard_panel_has_data_for_every_team(stack):
                 assert all(s["metric"].get("team") == team for s in result), (panel["title"], team)
                 if "admission" not in target["expr"]:
                     assert _values(result), "panel %r: only NaN for team %s" % (panel["title"], team)
+
+
+# --- the rules' values against the seeded series, computed here ---------------------------------
+
+# Compute slices of the whole card (MIG User Guide, "Supported MIG Profiles": 7 on the 7-way
+# family), for the MIG models of the example inventories.
+CARD_COMPUTE_SLICES = {"NVIDIA H200": 7, "NVIDIA A100-SXM4-80GB": 7}
+SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+) (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+
+
+def read_openmetrics(path: Path, names: set) -> dict:
+    """{metric: {labels (sorted tuple): [(timestamp, value), ...]}} of the file's samples."""
+    out: dict = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        m = SAMPLE.match(line)
+        if not m or m.group(1) not in names:
+            continue
+        labels = tuple(sorted(LABEL.findall(m.group(2) or "")))
+        out.setdefault(m.group(1), {}).setdefault(labels, []).append((float(m.group(4)), float(m.group(3))))
+    return out
+
+
+def at(series: dict, when: float) -> list:
+    """(labels, value) of each series' newest sample in (when - LOOKBACK_S, when], as an
+    instant query sees backfilled data (no staleness markers)."""
+    found = []
+    for labels, samples in series.items():
+        inside = [(t, v) for t, v in samples if when - LOOKBACK_S < t <= when]
+        if inside:
+            found.append((dict(labels), max(inside)[1]))
+    return found
+
+
+def team_devices(series: dict, when: float, namespaces: set) -> dict:
+    """Device (UUID, GPU_I_ID, GPU_I_PROFILE, modelName) -> the largest value among the
+    team's series of it (dcgm-exporter may copy a time-sliced GPU's series to every pod)."""
+    devices: dict = {}
+    for labels, value in at(series, when):
+        if labels.get("namespace") in namespaces or labels.get("exported_namespace") in namespaces:
+            key = tuple(labels.get(k, "") for k in ("UUID", "GPU_I_ID", "GPU_I_PROFILE", "modelName"))
+            devices[key] = max(value, devices.get(key, value))
+    return devices
+
+
+def by_resource(series: dict, when: float, cluster_queue: str) -> dict:
+    sums: dict = {}
+    for labels, value in at(series, when):
+        if labels.get("cluster_queue") == cluster_queue and labels["resource"].startswith(("nvidia.com/", "gpushare.cluster/")):
+            key = (labels["resource"], labels["flavor"])
+            sums[key] = sums.get(key, 0.0) + value
+    return sums
+
+
+def hand_values(history: dict, when: float, team: str, namespaces: set) -> dict:
+    """Each recording rule's value for ``team`` at ``when``, from the seeded series alone."""
+    active = team_devices(history.get("DCGM_FI_PROF_GR_ENGINE_ACTIVE", {}), when, namespaces)
+    memory = team_devices(history.get("DCGM_FI_DEV_FB_USED", {}), when, namespaces)
+    busy = 0.0
+    for (_uuid, _gi, profile, model), value in active.items():
+        busy += value * (int(profile.split("g.")[0]) / CARD_COMPUTE_SLICES[model] if profile else 1.0)
+    usage = by_resource(history.get("kueue_cluster_queue_resource_usage", {}), when, team)
+    nominal = by_resource(history.get("kueue_cluster_queue_nominal_quota", {}), when, team)
+    return {
+        "gpushare:team_gpu_devices:count": {(): float(len(active))},
+        "gpushare:team_gr_engine_active:avg": {(): sum(active.values()) / len(active)} if active else {},
+        "gpushare:team_gpu_busy:sum": {(): busy},
+        "gpushare:team_fb_used_mib:sum": {(): sum(memory.values())} if memory else {},
+        "gpushare:team_quota_usage:sum": usage,
+        "gpushare:team_quota_nominal:sum": nominal,
+        "gpushare:team_borrowed:sum": {k: max(usage[k] - nominal[k], 0.0) for k in usage.keys() & nominal.keys()},
+    }
+
+
+def test_recording_rules_equal_values_computed_from_the_seeded_series(stack):
+    """Every team's device, activity, memory and quota rules, queried at four sample times,
+    equal what the seeded OpenMetrics history gives by hand: one series per device (the
+    largest, for a time-sliced GPU's copies), a MIG instance's activity times its compute
+    slices over the card's, Kueue's series summed per resource and flavor, usage above the
+    nominal quota as borrowed."""
+    history = read_openmetrics(stack.openmetrics, {"DCGM_FI_PROF_GR_ENGINE_ACTIVE", "DCGM_FI_DEV_FB_USED",
+                                                   "kueue_cluster_queue_resource_usage", "kueue_cluster_queue_nominal_quota"})
+    rules = {(r["record"], r["labels"]["team"]): r["expr"] for r in render_monitoring.recording_rules(stack.plan)}
+    teams = {t["name"]: set(t["namespaces"]) for t in inventories.load_example(stack.name)["gpushare_teams"]}
+    start, end = stack.truth["start"], stack.truth["end"]
+    grid = [start + STEP * round((start + f * (end - start) - start) / STEP) for f in (0.3, 0.5, 0.7, 0.95)]
+    nonzero = 0
+    for when in grid:
+        for team, namespaces in teams.items():
+            for record, expected in hand_values(history, when + 1, team, namespaces).items():
+                result = stack.instant(rules[(record, team)], when + 1)
+                got = {tuple(s["metric"].get(k) for k in ("resource", "flavor") if k in s["metric"]): float(s["value"][1])
+                       for s in result}
+                assert got.keys() == expected.keys(), (record, team, when, got, expected)
+                for key, value in expected.items():
+                    assert got[key] == pytest.approx(value, rel=1e-9, abs=1e-9), (record, team, when, key, got[key], value)
+                nonzero += sum(1 for v in expected.values() if v)
+    assert nonzero, "every hand-computed value is 0: the comparison proves nothing"

@@ -59,14 +59,14 @@ for inv in inventory-examples/*/ "$work/example-day-berlin/"; do
     || { tail -n 40 "$work/awx-$name.log" >&2; exit 1; }
   extra=(--project manual)
   [ "$name" = example-day-berlin ] && extra+=(--expect-dst)
-  python tests/awx/validate.py "$work/defs/$name/definitions.json" "${extra[@]}"
+  python tests/awx/validate.py "$work/defs/$name/definitions.json" --inventory "$inv" "${extra[@]}"
 done
 # A git project gets the SCM inventory source that a manual one cannot have.
 ansible-playbook -i inventory-examples/four-gpu-server/hosts.yml playbooks/awx.yml -e gpushare_awx_render_only=true \
   -e gpushare_awx_project_scm_url=https://git.example.com/platform/gpushare.git \
   -e "gpushare_awx_render_dir=$work/defs/git-project" >"$work/awx-git-project.log" 2>&1 \
   || { tail -n 40 "$work/awx-git-project.log" >&2; exit 1; }
-python tests/awx/validate.py "$work/defs/git-project/definitions.json" --project git
+python tests/awx/validate.py "$work/defs/git-project/definitions.json" --inventory inventory-examples/four-gpu-server --project git
 
 step "execution environment (ansible-builder)"
 tests/awx/build-ee.sh

@@ -39,6 +39,23 @@ def _definitions(timezone: str | None = None) -> dict:
     return awx.awx_definitions(_plan(timezone), SETTINGS)
 
 
+EXAMPLE_DIR = ROOT / "inventory-examples" / "four-gpu-server"
+
+
+@pytest.fixture(name="berlin_inventory")
+def fixture_berlin_inventory(tmp_path):
+    """The example inventory's files with timezone: Europe/Berlin (what validate.py reads)."""
+    import shutil
+    import yaml
+    inv = tmp_path / "four-gpu-server"
+    shutil.copytree(EXAMPLE_DIR, inv, ignore=shutil.ignore_patterns("artifacts"))
+    policy = inv / "group_vars" / "all" / "policy.yml"
+    data = yaml.safe_load(policy.read_text())
+    data["gpushare_policy"]["timezone"] = "Europe/Berlin"
+    policy.write_text(yaml.safe_dump(data))
+    return inv
+
+
 def test_boundaries_are_the_plans_windows_with_the_state_in_force():
     plan = _plan()
     assert [(w["name"], w["from"], w["until"]) for w in plan["windows"]] == [("night", "19:00", "07:00")]
@@ -157,13 +174,13 @@ def test_launch_extra_vars_are_defaults_then_answers():
         "gpushare_window": "night", "gpushare_render_only": "false"}
 
 
-def test_next_runs_stay_at_local_boundaries_across_daylight_saving():
+def test_next_runs_stay_at_local_boundaries_across_daylight_saving(berlin_inventory):
     """Europe/Berlin: 2026-03-29 and 2026-10-25 change the offset; the runs stay at 19:00 and
     07:00 local and move in UTC (as AWX computes them with dateutil)."""
     definitions = _definitions("Europe/Berlin")
-    problems, lines = validate.validate(definitions, 400, expect_dst=True)
+    problems, lines = validate.validate(definitions, berlin_inventory, 400, expect_dst=True)
     assert problems == [] and len(lines) == 2
-    assert validate.validate(_definitions(), 400, expect_dst=True)[0] == [
+    assert validate.validate(_definitions(), EXAMPLE_DIR, 400, expect_dst=True)[0] == [
         "no schedule's runs cross a daylight-saving change (zone UTC)"]
     night = definitions["schedules"][1]
     runs = validate.next_runs(night["rrule"], 400)
@@ -172,12 +189,12 @@ def test_next_runs_stay_at_local_boundaries_across_daylight_saving():
     assert utc["2026-10-24"] == "17:00" and utc["2026-10-25"] == "18:00"
 
 
-def test_a_utc_rule_for_a_berlin_plan_is_caught():
+def test_a_utc_rule_for_a_berlin_plan_is_caught(berlin_inventory):
     definitions = _definitions("Europe/Berlin")
     night = definitions["schedules"][1]
     night["rrule"] = "DTSTART;TZID=UTC:20260101T180000 RRULE:FREQ=DAILY;INTERVAL=1"
-    problems = validate.validate(definitions, 400)[0]
-    assert any("not in the plan's time zone Europe/Berlin" in p for p in problems)
+    problems = validate.validate(definitions, berlin_inventory, 400)[0]
+    assert any("not in the inventory's time zone Europe/Berlin" in p for p in problems)
     assert any("runs not at 19:00 Europe/Berlin" in p for p in problems)
 
 
@@ -189,9 +206,36 @@ def test_a_naive_dtstart_is_refused_like_awx_does():
 def test_a_schedule_that_passes_the_wrong_state_is_caught():
     definitions = _definitions()
     definitions["schedules"][0]["extra_data"]["gpushare_window"] = "night"
-    problems = validate.validate(definitions, 10)[0]
-    assert problems == ["schedule 'gpushare window switch: none at 07:00': passes gpushare_window='night', "
-                        "the plan has 'none' in force from 07:00"]
+    problems = validate.validate(definitions, EXAMPLE_DIR, 10)[0]
+    assert problems == ["the schedule at 07:00 passes gpushare_window='night'; the inventory has 'none' in force from then"]
+
+
+def test_a_missing_or_extra_schedule_is_caught():
+    """Against the inventory's own windows: the example day has one window, 19:00-07:00."""
+    definitions = _definitions()
+    morning = definitions["schedules"].pop(0)
+    assert validate.validate(definitions, EXAMPLE_DIR, 10)[0] == [
+        "no schedule at 07:00, where the inventory's windows switch to 'none'"]
+    definitions["schedules"].append(dict(morning, at="08:00", rrule=morning["rrule"].replace("T0700", "T0800")))
+    assert validate.validate(definitions, EXAMPLE_DIR, 10)[0][-2:] == [
+        "no schedule at 07:00, where the inventory's windows switch to 'none'",
+        "a schedule at 08:00, which is no window boundary of the inventory (['07:00', '19:00'])"]
+
+
+def test_the_window_in_force_is_read_across_midnight():
+    windows = {"night": ("19:00", "07:00"), "lunch": ("12:00", "13:00")}
+    assert [validate.in_force(windows, t) for t in ("06:59", "07:00", "12:00", "13:00", "19:00", "23:59", "00:00")] == [
+        "night", "none", "lunch", "none", "night", "night", "night"]
+
+
+def test_a_schedule_naming_no_template_or_an_unoffered_choice_is_refused():
+    definitions = _definitions()
+    definitions["schedules"][1]["extra_data"]["gpushare_window"] = "weekend"
+    definitions["schedules"][0]["unified_job_template"] = "gpushare switch"
+    problems = validate.validate(definitions, EXAMPLE_DIR, 10)[0]
+    assert "schedule 'gpushare window switch: none at 07:00': job template 'gpushare switch' is not defined" in problems
+    assert any(p.startswith("schedule 'gpushare window switch: night at 19:00': gpushare_window='weekend' is not one of")
+               for p in problems), problems
 
 
 def test_role_literals_match_the_definitions():
