@@ -50,7 +50,7 @@ echo "52-multikueue: three twins up in $(( $(date +%s) - start ))s"
 ) &
 sampler=$!
 rc=0
-"$PY" -m pytest tests/multikueue -q -p no:cacheprovider || rc=$?
+"$PY" -m pytest tests/multikueue -q -x -p no:cacheprovider || rc=$?
 echo "52-multikueue: peak RSS of the three twins $(( $(cat "$results/multikueue-peak-rss-kib" 2>/dev/null || echo 0) / 1024 )) MiB," \
   "$(( $(date +%s) - start ))s from the first start"
 if [ "$rc" -ne 0 ]; then
