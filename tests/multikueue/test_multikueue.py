@@ -41,6 +41,7 @@ WORKERS = ("site-a", "site-b")
 LOST_TIMEOUT = os.environ.get("GPUSHARE_MK_LOST_TIMEOUT", "20s")
 TWIN_BIN = Path(os.environ.get("GPUSHARE_TWIN_CACHE", Path.home() / ".cache" / "gpushare-twin")) / "bin"
 RESULTS: dict = {}
+RUNS: list = []
 # Each worker: one server with two H200s, both owned by training (site-b's group gets the same
 # team list from group_vars/all): the manager's training queue has 2 + 2 = 4 GPUs.
 HOST_VARS = {"gpu_model": "h200", "gpu_count": 2, "cpus": 64, "memory_gib": 512,
@@ -86,10 +87,25 @@ def run_roles(inventory: Path, check: bool = True) -> dict:
     start = time.monotonic()
     proc = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False)
     recap = re.search(r"^localhost\s+:\s+(.*)$", proc.stdout, re.M)
+    RUNS.append(proc.stdout)
+    out = Path(os.environ.get("GPUSHARE_TWIN_RESULTS", ROOT / "build" / "twin"))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / ("multikueue-run-%d.log" % len(RUNS))).write_text(proc.stdout + proc.stderr)
     if check:
         assert proc.returncode == 0, "%s\n%s" % (proc.stdout[-8000:], proc.stderr[-3000:])
     counts = {k: int(v) for k, v in re.findall(r"(\w+)=(\d+)", recap.group(1))} if recap else {}
     return {"rc": proc.returncode, "counts": counts, "stdout": proc.stdout, "seconds": round(time.monotonic() - start, 1)}
+
+
+def changed_tasks(stdout: str) -> list[str]:
+    """The tasks a run reports changed (TASK line, then its changed: line)."""
+    out, task = [], ""
+    for line in stdout.splitlines():
+        if line.startswith("TASK ["):
+            task = line
+        elif line.startswith("changed:"):
+            out.append("%s %s" % (task, line[:200]))
+    return out
 
 
 def create_gpu_nodes(name: str) -> None:
@@ -237,7 +253,7 @@ def test_roles_wire_the_clusters_and_a_rerun_changes_nothing(inventory, tmp_path
     (gpus,) = [r for g in queue["spec"]["resourceGroups"] for f in g["flavors"] for r in f["resources"] if r["name"] == GPU]
     assert gpus["nominalQuota"] == 4     # 2 + 2: what each worker's inventory gives training
     again = run_roles(inventory)
-    assert again["counts"]["changed"] == 0, again["stdout"][-5000:]
+    assert again["counts"]["changed"] == 0, changed_tasks(again["stdout"])
     RESULTS["roles_seconds"] = {"only_site_a": only_a["seconds"], "both": both["seconds"], "rerun": again["seconds"]}
 
 
@@ -294,7 +310,7 @@ def test_the_lost_worker_comes_back_fresh_and_the_next_run_changes_nothing(inven
     cluster = twin("manager").get("%s/multikueueclusters/%s" % (KUEUE, lost))
     assert any(c["type"] == "Active" and c["status"] == "True" for c in cluster["status"]["conditions"]), cluster
     again = run_roles(inventory)
-    assert again["counts"]["changed"] == 0, again["stdout"][-5000:]
+    assert again["counts"]["changed"] == 0, changed_tasks(again["stdout"])
     # A worker removed from the inventory leaves the MultiKueueConfig, its cluster and Secret.
     run_roles(write_inventory(tmp_path / "only-a", workers=("site-a",)))
     manager = twin("manager")
