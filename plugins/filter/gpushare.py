@@ -19,9 +19,10 @@ from __future__ import annotations
 from ansible.errors import AnsibleFilterError
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
-from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels, prune
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, multikueue_checks, node_labels, prune
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import kueue_config, render_helm, render_monitoring, render_report
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import (
+    kueue_config, render_helm, render_monitoring, render_multikueue, render_report)
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter, plain
 
 # filter name -> renderer function
@@ -54,6 +55,10 @@ RENDERERS = {
     # Connection settings and batched-apply results of the roles' kubernetes.core calls.
     "k8s_auth": kube_calls.k8s_auth,
     "changed_objects": kube_calls.changed_objects,
+    # The multikueue role: the manager's kubeconfig Secret of a worker, and what the clusters answered.
+    "multikueue_kubeconfig_secret": render_multikueue.kubeconfig_secret,
+    "multikueue_unreachable": multikueue_checks.unreachable,
+    "multikueue_inactive": multikueue_checks.inactive,
     # site.yml's closing summary (render_report.py).
     "team_lines": render_report.team_lines,
     # The Kubernetes distributions table (inventory/distributions.py): kubernetes.yml includes

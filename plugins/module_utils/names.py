@@ -125,6 +125,23 @@ KUEUE_FULLNAME = "kueue"
 KUEUE_CONTROLLER = KUEUE_FULLNAME + "-controller-manager"
 KUEUE_MANAGER_CONFIGMAP = KUEUE_FULLNAME + "-manager-config"
 
+# --- MultiKueue (Kueue v0.19 docs: tasks/manage/setup_multikueue.md, concepts/multikueue.md) ---
+
+# The AdmissionCheck's controllerName, and the spec.managedBy Kueue's webhook sets on a
+# manager's batch/v1 Job whose ClusterQueue carries the check.
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+# On the manager: the AdmissionCheck, the MultiKueueConfig and the (empty) ResourceFlavor of
+# the team queues. On each worker: the ServiceAccount the manager acts as, its ClusterRole
+# and ClusterRoleBinding. The manager's kubeconfig Secret of worker W is "<this>-W".
+MULTIKUEUE_NAME = "gpushare-multikueue"
+# On each worker: the ServiceAccount token Secret (kubernetes.io/service-account-token) the
+# manager's kubeconfig carries.
+MULTIKUEUE_TOKEN_SECRET = "gpushare-multikueue-token"
+# Kubernetes' long-lived ServiceAccount token Secret: its type, and the annotation naming the
+# ServiceAccount (the token controller fills in data.token and data["ca.crt"]).
+SERVICE_ACCOUNT_TOKEN_TYPE = "kubernetes.io/service-account-token"
+SERVICE_ACCOUNT_NAME_ANNOTATION = "kubernetes.io/service-account.name"
+
 # --- On the controller -----------------------------------------------------------------------
 
 # The artifacts directory under the inventory (Kubespray's layout), unless gpushare_artifacts_dir

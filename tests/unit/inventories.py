@@ -39,3 +39,22 @@ def example_mig_configs(plan: dict) -> tuple[str, str]:
     their layouts, so read from the plan)."""
     night = next(w for w in plan["windows"] if w["name"] == "night")
     return plan["nodes"][0]["mig_config"]["name"], night["nodes"][0]["mig_config"]["name"]
+
+
+MULTIKUEUE_EXAMPLES = ROOT / "multikueue-examples"
+
+
+def load_clusters(name: str = "two-sites") -> tuple[dict, dict]:
+    """multikueue-examples/NAME as Ansible reads it: (group_vars/all merged, with
+    gpushare_nodes of every host, and the groups: group name -> host names). Worker groups
+    have no group_vars of their own in the examples, so every worker sees group_vars/all."""
+    base = MULTIKUEUE_EXAMPLES / name
+    variables: dict = {}
+    for f in sorted((base / "group_vars" / "all").glob("*.yml")):
+        variables.update(yaml.safe_load(f.read_text()) or {})
+    children = yaml.safe_load((base / "hosts.yml").read_text())["all"]["children"]
+    groups = {group: sorted((body or {}).get("hosts") or {}) for group, body in children.items()}
+    variables["gpushare_nodes"] = {
+        host: yaml.safe_load((base / "host_vars" / ("%s.yml" % host)).read_text())["gpushare_node"]
+        for hosts in groups.values() for host in hosts}
+    return variables, groups

@@ -704,6 +704,12 @@ def _zone_hint(name: str) -> str:
     return "Did you mean %r?" % close if close else "Sharing windows' from/until are read in this zone"
 
 
+def read_teams(problems: Problems, value, path: str = "gpushare_teams") -> list[Team]:
+    """The teams of ``gpushare_teams`` (``value``); problems recorded, bad entries left out."""
+    return [t for i, item in enumerate(_items(problems, path, value))
+            if (t := _read_team(problems, "%s[%d]" % (path, i), item))]
+
+
 def load_inventory(variables: dict, defined_variables=()) -> Inventory:
     """Read and cross-check the inventory; raise PlanInvalid with every problem found.
 
@@ -716,8 +722,7 @@ def load_inventory(variables: dict, defined_variables=()) -> Inventory:
     if unknown:
         raise PlanInvalid(unknown)
     problems = Problems()
-    teams = [t for i, item in enumerate(_items(problems, "gpushare_teams", variables.get("gpushare_teams")))
-             if (t := _read_team(problems, "gpushare_teams[%d]" % i, item))]
+    teams = read_teams(problems, variables.get("gpushare_teams"))
     nodes_in = variables.get("gpushare_nodes") or {}
     if not isinstance(nodes_in, dict) or not nodes_in:
         problems.add("gpushare_nodes", "no GPU hosts found", nodes_in or None, "at least one GPU host",

@@ -13,9 +13,10 @@ import pytest
 from ansible.errors import AnsibleFilterError  # noqa: E402
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import names  # noqa: E402
-from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, node_labels, prune  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, multikueue_checks, node_labels, prune  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import kueue_config, render_helm, render_monitoring  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_multikueue  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render  # noqa: E402
 from inventories import EXAMPLE_NAMES, load_example  # noqa: E402
@@ -38,6 +39,10 @@ MODULES = {
 MODULE_OF = {name: module for module, names in MODULES.items() for name in names}
 DISTRIBUTIONS = {"distributions": distributions.names, "distribution": distributions.describe,
                  "distribution_fact": distributions.distribution_fact}
+# The multikueue role's filters, prefixed with multikueue_.
+MULTIKUEUE = {"multikueue_kubeconfig_secret": render_multikueue.kubeconfig_secret,
+              "multikueue_unreachable": multikueue_checks.unreachable,
+              "multikueue_inactive": multikueue_checks.inactive}
 
 
 def _json(value):
@@ -45,10 +50,11 @@ def _json(value):
 
 
 def test_filter_names_map_to_the_renderers():
-    assert set(FILTERS) == set(MODULE_OF) | set(DISTRIBUTIONS) | {"inventory_nodes", "team_lines", "plan_distribution"}
+    others = {"inventory_nodes", "team_lines", "plan_distribution"}
+    assert set(FILTERS) == set(MODULE_OF) | set(DISTRIBUTIONS) | set(MULTIKUEUE) | others
     for name, module in MODULE_OF.items():
         assert FILTERS[name].__wrapped__ is getattr(module, name), name
-    for name, function in DISTRIBUTIONS.items():
+    for name, function in {**DISTRIBUTIONS, **MULTIKUEUE}.items():
         assert FILTERS[name].__wrapped__ is function, name
     for name, function in FILTERS.items():
         assert function.__doc__ and (name in function.__doc__ or function.__name__ == name), name
@@ -191,3 +197,21 @@ def test_the_distribution_filters():
         == distributions.assumed_runtime("microk8s")
     with pytest.raises(AnsibleFilterError, match="gpushare.cluster.plan_distribution: 'k3s'"):
         FILTERS["plan_distribution"]({"cluster": {"kubernetes_distribution": "k3s"}}, {}, "/a")
+
+
+def test_multikueue_unreachable_names_the_inventory_path_and_the_fix():
+    cluster = {"name": "site-b", "path": "gpushare_multikueue.workers[1]", "kubeconfig": "/k/site-b", "context": None}
+    results = [{"item": dict(cluster, name="site-a", path="gpushare_multikueue.workers[0]"), "failed": False},
+               {"item": cluster, "failed": True, "msg": "Max retries exceeded\n  Connection refused"}]
+    assert FILTERS["multikueue_unreachable"](results) == [
+        "gpushare_multikueue.workers[1].kubeconfig: cluster site-b does not answer (got '/k/site-b'): Max retries "
+        "exceeded Connection refused. Nothing was applied. Check that the kubeconfig exists on the controller and that "
+        "its API server is up and reachable, or remove the cluster from gpushare_multikueue"]
+
+
+def test_multikueue_inactive_gives_kueues_reason():
+    clusters = [{"metadata": {"name": "site-a"}, "status": {"conditions": [{"type": "Active", "status": "True"}]}},
+                {"metadata": {"name": "site-b"}, "status": {"conditions": [
+                    {"type": "Active", "status": "False", "reason": "ClientConnectionFailed", "message": "refused"}]}}]
+    assert FILTERS["multikueue_inactive"](clusters, ["site-a", "site-b", "site-c"]) == [
+        "site-b: ClientConnectionFailed: refused", "site-c: no Active condition yet"]
