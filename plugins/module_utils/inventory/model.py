@@ -161,7 +161,7 @@ VARIABLES = (
     "gpushare_gpu_operator_namespace", "gpushare_plan", "gpushare_kubeconfig", "gpushare_distribution",
     "gpushare_gpus_detected", "gpushare_debian_mirror",
     "gpushare_advise_days", "gpushare_advise_dir", "gpushare_advise_end", "gpushare_advise_match",
-    "gpushare_advise_min_days",
+    "gpushare_advise_min_days", "gpushare_advise_calibration", "gpushare_multikueue",
     "gpushare_prometheus_url", "gpushare_prometheus_bearer_token", "gpushare_prometheus_ca_path",
     "gpushare_prometheus_client_cert", "gpushare_prometheus_client_key", "gpushare_prometheus_password",
     "gpushare_prometheus_username", "gpushare_prometheus_validate_certs",

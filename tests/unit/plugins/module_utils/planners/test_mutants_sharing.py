@@ -67,10 +67,12 @@ def test_mps_on_a_one_card_node():
     sharing = node_sharing("l40s", {0: "mps"}, {0: 6})
     assert (sharing.method, sharing.resource, sharing.replicas, sharing.gpus) == ("mps", "nvidia.com/gpu", 6, (0,))
     assert not sharing.via_mig
-    # No failRequestsGreaterThanOne under mps (the README gives it for timeSlicing only).
+    # failRequestsGreaterThanOne under mps too: the device plugin forces it for MPS
+    # (k8s-device-plugin api/config/v1/config.go), so the config says what runs.
     assert device_plugin_config(sharing, mig=False) == {
         "version": "v1", "flags": {"migStrategy": "none"},
-        "sharing": {"mps": {"renameByDefault": True, "resources": [{"name": "nvidia.com/gpu", "replicas": 6}]}},
+        "sharing": {"mps": {"renameByDefault": True, "failRequestsGreaterThanOne": True,
+                            "resources": [{"name": "nvidia.com/gpu", "replicas": 6}]}},
     }
 
 
