@@ -285,7 +285,7 @@ plan:
       elements: dict
     admission:
       description:
-        - What team namespaces may ask for (docs/security.md); the namespaces stage of O(manifests) carries
+        - What team namespaces may ask for (docs/security.md); the namespaces stage of RV(manifests) carries
           the admission policies, Pod Security labels and production's PriorityClass made from it.
       type: dict
     warnings:

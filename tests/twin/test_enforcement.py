@@ -57,9 +57,10 @@ def submit(client, obj) -> tuple[int, str]:
 def refused(client, obj, because: str) -> str:
     """Waits until ``obj`` is refused (a new policy takes a moment to load) with a message
     containing ``because``; returns the message."""
-    answer = client.wait_for(f"{obj['kind']} {obj['metadata']['name']} refused",
-                             lambda: (lambda r: r if r[0] in (400, 403, 422) and because in r[1] else None)(submit(client, obj)),
-                             timeout=TIMEOUT, interval=0.5)
+    def refusal():
+        answer = submit(client, obj)
+        return answer if answer[0] in (400, 403, 422) and because in answer[1] else None
+    answer = client.wait_for(f"{obj['kind']} {obj['metadata']['name']} refused", refusal, timeout=TIMEOUT, interval=0.5)
     return answer[1]
 
 

@@ -92,7 +92,7 @@ def fixture_mps(twin_session):
     from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
     from inventories import load_dir, load_example
     plan = build_plan(load_dir(INVENTORY))
-    example_nodes = [n for n in load_example("four-gpu-server")["gpushare_nodes"]]
+    example_nodes = list(load_example("four-gpu-server")["gpushare_nodes"])
     restore_example = all(_node_exists(twin_session, n) for n in example_nodes)
     if not _node_exists(twin_session, NODE):
         gpu_nodes.create_nodes(twin_session, plan)

@@ -72,7 +72,14 @@ SETTLE_S = 6  # Kueue's admission cycles are sub-second; this long with no chang
 RESULTS: dict = {}
 
 
+def _admitted_workload(twin, namespace: str, job: str):
+    """The Job's Workload once Kueue admitted it, else None."""
+    workload = workload_of(twin, namespace, job)
+    return workload if workload and is_true(workload, "Admitted") else None
+
+
 # ---- the inventory, read as a person reads it -------------------------------------------
+
 def inventory() -> tuple[dict, dict]:
     teams = yaml.safe_load((MIXED / "group_vars" / "all" / "teams.yml").read_text())["gpushare_teams"]
     hosts = {p.stem: yaml.safe_load(p.read_text())["gpushare_node"] for p in (MIXED / "host_vars").glob("*.yml")}
@@ -260,8 +267,7 @@ def test_mixed_fleet_applied_and_every_queue_admits(twin_session, fleet):
     for team, (requests, model) in asks.items():
         ns = namespace_of(teams, team)
         (name,) = submit(twin, ns, team, f"{team}-first", 1, requests)
-        wl = twin.wait_for(f"{name} admitted", lambda n=ns, j=name: (
-            lambda w: w if w and is_true(w, "Admitted") else None)(workload_of(twin, n, j)), timeout=TIMEOUT)
+        wl = twin.wait_for(f"{name} admitted", lambda n=ns, j=name: _admitted_workload(twin, n, j), timeout=TIMEOUT)
         assert wl["status"]["admission"]["clusterQueue"] == team
         pod = twin.wait_for(f"{name} pod running", lambda n=ns, j=name: next((
             p for p in twin.get(f"/api/v1/namespaces/{n}/pods?labelSelector=batch.kubernetes.io/job-name%3D{j}")["items"]
@@ -447,9 +453,12 @@ def test_uncovered_cpu_memory_needs_the_plans_configuration_then_reclaim_works(t
         (fine_tune,) = submit(twin, training, "training", "fine-tune-cpu", 1, dict(CPU_MEMORY, **{GPU: whole}))
         twin.wait_for("training's job with CPU and memory admitted", lambda: admitted(twin, training, [fine_tune]),
                       timeout=TIMEOUT)
-        twin.wait_for(f"training's reservation {whole} with {whole - owned} borrowed (ClusterQueue status)", lambda: (
-            lambda u: u if u and (u.get("total"), u.get("borrowed")) == (str(whole), str(whole - owned)) else None)(
-            cluster_queue_usage(twin, "training", GPU)), timeout=TIMEOUT)
+
+        def reserved():
+            usage = cluster_queue_usage(twin, "training", GPU)
+            return usage if usage and (usage.get("total"), usage.get("borrowed")) == (str(whole), str(whole - owned)) else None
+        twin.wait_for(f"training's reservation {whole} with {whole - owned} borrowed (ClusterQueue status)", reserved,
+                      timeout=TIMEOUT)
         start = time.monotonic()
         (serving,) = submit(twin, prod, "production", "vllm-cpu", 1, asks)
         twin.wait_for("production's job admitted", lambda: admitted(twin, prod, [serving]), timeout=TIMEOUT, interval=0.1)

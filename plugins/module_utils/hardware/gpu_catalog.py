@@ -545,7 +545,7 @@ def suggest(name: str, n: int = 3) -> list[str]:
     # The letter O typed for the digit zero ("h2OO") is the commonest slip in a model name.
     zeros = wanted.replace("o", "0")
     for candidate, key in _BY_NAME.items():
-        score = max(difflib.SequenceMatcher(None, w, candidate).ratio() for w in {wanted, zeros})
+        score = max(difflib.SequenceMatcher(None, w, candidate).ratio() for w in (wanted, zeros))
         if candidate.startswith(wanted) and len(wanted) >= 2:
             score = max(score, 0.75)              # "a100-40" -> "a100-40gb"
         if score >= 0.6 and score > best.get(key, 0.0):

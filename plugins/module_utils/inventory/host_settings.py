@@ -180,7 +180,7 @@ def firewall_sources(configured, host_addresses: dict) -> list:
             found = set()
             for address in addresses or []:
                 try:
-                    found.add(ipaddress.ip_network(str(address).split("%")[0], strict=False))
+                    found.add(ipaddress.ip_network(str(address).split("%", maxsplit=1)[0], strict=False))
                 except ValueError:
                     continue
             found = {n for n in found if not (n.is_loopback or n.is_link_local)}

@@ -114,7 +114,7 @@ def whole_gpu_use(plan: dict, nodes: list[dict]) -> tuple[dict, list[str]]:
         need_mib = w["memory_gib"] * 1024 / need
         may_borrow = DAY if team["borrowing_limit"] is None else max(team["borrowing_limit"] - borrowed.get(w["team"], 0), 0)
         left, best = 0, (0, 0)
-        for _ in range(w["replicas"]):
+        for _replica in range(w["replicas"]):
             if any(k <= need and mib <= need_mib for k, mib in failed.get(w["team"], [])):
                 left += 1
                 continue

@@ -28,6 +28,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils import names
 
 API = "kueue.x-k8s.io/v1beta2"
 RBAC_API = "rbac.authorization.k8s.io/v1"
+API_GROUP, RBAC_API_GROUP = (api.split("/", maxsplit=1)[0] for api in (API, RBAC_API))
 # The Secret key MultiKueue reads a worker's kubeconfig from (another key: BadKubeConfig).
 KUBECONFIG_KEY = "kubeconfig"
 # Kinds with a MultiKueue adapter in Kueue v0.19.2 (pkg/controller/jobs/*: MultiKueueAdapter),
@@ -70,7 +71,7 @@ def manager_objects(plan: dict, namespace: str = names.KUEUE_NAMESPACE) -> list[
                     "spec": {"clusters": workers}})
     objects.append({"apiVersion": API, "kind": "AdmissionCheck", "metadata": _meta(plan["multikueue"]["admission_check"]),
                     "spec": {"controllerName": names.MULTIKUEUE_CONTROLLER,
-                             "parameters": {"apiGroup": API.split("/")[0], "kind": "MultiKueueConfig",
+                             "parameters": {"apiGroup": API_GROUP, "kind": "MultiKueueConfig",
                                             "name": names.MULTIKUEUE_NAME}}})
     return objects
 
@@ -83,15 +84,15 @@ def worker_access_objects(namespace: str = names.KUEUE_NAMESPACE) -> list[dict]:
     for group, resources in ADAPTER_RESOURCES:
         rules.append({"apiGroups": [group], "resources": list(resources), "verbs": list(OBJECT_VERBS)})
         rules.append({"apiGroups": [group], "resources": ["%s/status" % r for r in resources], "verbs": ["get"]})
-    rules.append({"apiGroups": [API.split("/")[0]], "resources": ["workloads"], "verbs": list(OBJECT_VERBS)})
-    rules.append({"apiGroups": [API.split("/")[0]], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]})
+    rules.append({"apiGroups": [API_GROUP], "resources": ["workloads"], "verbs": list(OBJECT_VERBS)})
+    rules.append({"apiGroups": [API_GROUP], "resources": ["workloads/status"], "verbs": ["get", "patch", "update"]})
     token = _meta(names.MULTIKUEUE_TOKEN_SECRET, namespace)
     token["annotations"] = {names.SERVICE_ACCOUNT_NAME_ANNOTATION: names.MULTIKUEUE_NAME}
     return [
         {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(names.MULTIKUEUE_NAME, namespace)},
         {"apiVersion": RBAC_API, "kind": "ClusterRole", "metadata": _meta(names.MULTIKUEUE_NAME), "rules": rules},
         {"apiVersion": RBAC_API, "kind": "ClusterRoleBinding", "metadata": _meta(names.MULTIKUEUE_NAME),
-         "roleRef": {"apiGroup": RBAC_API.split("/")[0], "kind": "ClusterRole", "name": names.MULTIKUEUE_NAME},
+         "roleRef": {"apiGroup": RBAC_API_GROUP, "kind": "ClusterRole", "name": names.MULTIKUEUE_NAME},
          "subjects": [{"kind": "ServiceAccount", "name": names.MULTIKUEUE_NAME, "namespace": namespace}]},
         {"apiVersion": "v1", "kind": "Secret", "type": names.SERVICE_ACCOUNT_TOKEN_TYPE, "metadata": token},
     ]

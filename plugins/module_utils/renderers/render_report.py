@@ -130,6 +130,8 @@ def _states_of_the_day(plan: dict) -> list[str]:
 
 def _borrowed(borrower) -> str:
     return " (borrowed by %s)" % borrower if borrower else ""
+
+
 def admission_lines(plan: dict) -> list[str]:
     """The "What teams may do" section: Pod Security levels (exceptions named), the GPU and
     priority rules (docs/security.md)."""

@@ -82,7 +82,7 @@ class _Canvas:
         self.parts.append('<text x="%.1f" y="%.1f" font-size="%d" font-weight="%s" fill="%s" text-anchor="%s">%s</text>'
                           % (x, y, size, weight, colour, anchor, escape(text)))
 
-    def bar(self, x, y, w, team, label, title, striped=False, sublabel="", fill=None):
+    def draw_bar(self, x, y, w, team, label, title, striped=False, sublabel="", fill=None):
         fill = fill or self.fill_of(team)
         self.stripes_drawn |= striped
         self.parts.append('<g><title>%s</title>' % escape(title))
@@ -103,19 +103,19 @@ def _mig_bar(canvas: _Canvas, gpu: dict, model, row: float, state: dict, node: d
     grid = model.mig_grid
     for s in gpu["mig"]["slices"]:
         who = s["workload"] or "spare"
-        canvas.bar(BAR_X + BAR_W * s["start"] / grid, row, BAR_W * s["size"] / grid, s["team"], who,
-                   "%s at %d: %s (%s), %d MiB" % (s["profile"], s["start"], who, s["team"] or "cohort pool", s["memory_mib"]),
-                   sublabel=s["profile"])
+        canvas.draw_bar(BAR_X + BAR_W * s["start"] / grid, row, BAR_W * s["size"] / grid, s["team"], who,
+                        "%s at %d: %s (%s), %d MiB" % (s["profile"], s["start"], who, s["team"] or "cohort pool", s["memory_mib"]),
+                        sublabel=s["profile"])
     if not gpu["mig"]["slices"]:
-        canvas.bar(BAR_X, row, BAR_W, None, "MIG, unpartitioned", "no MIG instances", fill=UNCUT_COLOUR)
+        canvas.draw_bar(BAR_X, row, BAR_W, None, "MIG, unpartitioned", "no MIG instances", fill=UNCUT_COLOUR)
 
 
 def _shared_bar(canvas: _Canvas, gpu: dict, model, row: float, state: dict, node: dict) -> None:
     """A striped bar: the card is shared by its replicas, taking turns."""
     names = state["sharers"].get((gpu["mode"], gpu["team"]), [])
     label = "%s%s x%d" % (", ".join(names) + ": " if names else "", MODES[gpu["mode"]].words, gpu["replicas"])
-    canvas.bar(BAR_X, row, BAR_W, gpu["team"], label, "%s replicas of %s" % (gpu["replicas"], gpu["resource"]),
-               striped=True, sublabel=gpu["team"] or "cohort pool")
+    canvas.draw_bar(BAR_X, row, BAR_W, gpu["team"], label, "%s replicas of %s" % (gpu["replicas"], gpu["resource"]),
+                    striped=True, sublabel=gpu["team"] or "cohort pool")
 
 
 def _whole_bar(canvas: _Canvas, gpu: dict, model, row: float, state: dict, node: dict) -> None:
@@ -132,7 +132,7 @@ def _whole_bar(canvas: _Canvas, gpu: dict, model, row: float, state: dict, node:
             sub = "whole, %s's, lent to %s" % (owner, use["borrower"])
         else:
             label, sub = ", ".join(use["workloads"]), "whole, %s" % owner
-    canvas.bar(BAR_X, row, BAR_W, gpu["team"], label, "whole GPU -> %s" % gpu["resource"], sublabel=sub)
+    canvas.draw_bar(BAR_X, row, BAR_W, gpu["team"], label, "whole GPU -> %s" % gpu["resource"], sublabel=sub)
 
 
 # A Plan GPU's mode -> how its bar is drawn (every GPU mode of sharing_modes.MODES).

@@ -327,6 +327,8 @@ def test_role_syncs_the_git_project_only_when_asked_or_changed_with_a_time_limit
     assert source["when"] == "awx_definitions.inventory_source is not none"
     said = [i for i, t in enumerate(tasks) if "awx_definitions.notes" in str(t.get("ansible.builtin.debug", ""))]
     assert said and said[0] < first_awx_call
+
+
 def test_templates_with_credentials_have_a_fixed_inventory():
     """With credentials attached (the Machine credential, the admin kubeconfig) no template asks
     for the inventory; without any, each may."""

@@ -59,11 +59,11 @@ def test_picture_names_every_workload_gpu_state_and_time_zone(name, tmp_path):
     windows = _windows(inventory)
     panels = [t for t in texts if re.match(r"^(\d\d:\d\d to \d\d:\d\d %s: |All day)" % re.escape(zone), t)]
     assert len(panels) == 1 + len(windows)
-    for window, (start, until, _) in windows.items():
+    for window, (start, until, _gpus) in windows.items():
         assert "%s to %s %s: window %s" % (start, until, zone, window) in panels
     if len(windows) == 1:
         # One window: the rest of the day is the base state, from its end to its start.
-        (start, until, _), = windows.values()
+        [(start, until, _gpus)] = list(windows.values())
         assert "%s to %s %s: base state (outside every window)" % (until, start, zone) in panels
     # Every GPU of every server, under its inventory index, once per state.
     for host, node in inventory["gpushare_nodes"].items():
@@ -77,10 +77,10 @@ def test_picture_names_every_workload_gpu_state_and_time_zone(name, tmp_path):
     image = Image.open(io.BytesIO(png)).convert("RGB")
     root = ET.fromstring(svg)
     assert image.size == (int(float(root.get("width"))), int(float(root.get("height"))))
-    colours = {colour for _, colour in image.getcolors(maxcolors=image.width * image.height)}
+    colours = {colour for _count, colour in image.getcolors(maxcolors=image.width * image.height)}
     # Nothing runs past the panels' right edge (a cut or overflowing label would).
     margin = image.crop((image.width - 8, 0, image.width, image.height))
-    assert {colour for _, colour in margin.getcolors(maxcolors=margin.width * margin.height)} == {(255, 255, 255)}, name
+    assert {colour for _count, colour in margin.getcolors(maxcolors=margin.width * margin.height)} == {(255, 255, 255)}, name
     teams_with_gpus = {g["team"] for n in inventory["gpushare_nodes"].values() for g in n.get("gpus", []) if g.get("team")}
     legend = {"".join(t.itertext()): r.get("fill") for r, t in _legend_entries(root)}
     assert teams_with_gpus <= set(legend)
@@ -101,7 +101,7 @@ def test_the_example_day_draws_the_night_and_the_fine_tune_borrowing_the_lent_gp
     owns one (GPU 3), so by day it waits and at night it runs on GPU 3 and borrows GPU 2. vLLM is
     production's whole-GPU workload on GPU 0 all day."""
     inventory = load_example("four-gpu-server")
-    (start, until, [(host, lent_index, gpu, _)]), = _windows(inventory).values()
+    [(start, until, [(host, lent_index, gpu, _entry)])] = list(_windows(inventory).values())
     fine_tune = next(w for w in inventory["gpushare_workloads"] if w["name"] == "fine-tune")
     owned = [g["index"] for g in inventory["gpushare_nodes"][host]["gpus"] if g["team"] == fine_tune["team"]]
     assert fine_tune["gpus"] == 2 and len(owned) == 1
@@ -135,7 +135,7 @@ def test_legend_only_for_what_is_drawn():
         unowned = any("team" not in g for n in inventory["gpushare_nodes"].values() for g in n.get("gpus", [])) or any(
             len(n.get("gpus", [])) < n["gpu_count"] for n in inventory["gpushare_nodes"].values())
         shared = any(g.get("mode") in ("timeslice", "mps") for n in inventory["gpushare_nodes"].values() for g in n.get("gpus", []))
-        legend = ["".join(t.itertext()) for _, t in _legend_entries(ET.fromstring(PICTURES[name]))]
+        legend = ["".join(t.itertext()) for _swatch, t in _legend_entries(ET.fromstring(PICTURES[name]))]
         assert any(t.startswith("cohort pool") for t in legend) == unowned, (name, legend)
         assert any(t.startswith("striped") for t in legend) == shared, (name, legend)
         teams = {t["name"] for t in inventory["gpushare_teams"]}
@@ -193,7 +193,7 @@ def test_report_has_the_night_quotas_and_the_time_zone():
     """From the inventory: at night GPU 2 is whole and data-science's, so data-science's quota is
     one whole GPU (by day: five time-sliced replicas); hours in the policy's zone."""
     inventory = load_example("four-gpu-server")
-    (start, until, [(_, _, gpu, entry)]), = _windows(inventory).values()
+    [(start, until, [(_host, _index, gpu, entry)])] = list(_windows(inventory).values())
     zone = _zone(inventory)
     report = report_markdown(build_plan(inventory))
     night = report[report.index("### Window %s (%s to %s %s)" % (entry["name"], start, until, zone)):]
@@ -208,7 +208,7 @@ def test_one_gpu_numbering_in_the_readme_docs_and_inventory_comments():
     README, the sharing-windows page and the example inventory's comments name the example
     day's lent GPU by that same number."""
     inventory = load_example("four-gpu-server")
-    (_, _, [(host, lent_index, _, _)]), = _windows(inventory).values()
+    [(_start, _until, [(host, lent_index, _gpu, _entry)])] = list(_windows(inventory).values())
     readme = (ROOT / "README.md").read_text()
     assert "switch GPU %d from time-sliced to whole" % lent_index in readme
     assert "borrowing GPU %d" % lent_index in readme
