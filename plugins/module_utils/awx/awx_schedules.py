@@ -53,14 +53,11 @@ STAGES = (
 # and variables of their choosing (ansible_python_interpreter, ansible_host, a
 # gpushare_kubeconfig); only a template without credentials asks for the inventory.
 # playbooks/awx.yml writes these as literals (tests/unit/test_awx_schedules.py keeps them in step).
-PROMPTS = {"ask_job_type_on_launch": True, "ask_variables_on_launch": False}
+# The inventory is never asked for: a template runs on the collection's own inventory, so its
+# credentials (the Machine credential, the admin kubeconfig) cannot be pointed at hosts and
+# variables of the launcher's choosing.
+PROMPTS = {"ask_inventory_on_launch": False, "ask_job_type_on_launch": True, "ask_variables_on_launch": False}
 INVENTORY_PROMPT = "ask_inventory_on_launch"
-
-
-def inventory_prompt(credentials) -> bool:
-    """Whether a template with these credentials may ask for its inventory at launch: only
-    without any."""
-    return not credentials
 
 
 def window_boundaries(plan: dict) -> list[dict]:
@@ -139,7 +136,6 @@ def job_templates(plan: dict, settings: dict) -> list[dict]:
             "inventory": settings["inventory"], "playbook": stage["playbook"], "job_type": "run",
             "job_tags": stage["job_tags"], "execution_environment": settings["execution_environment"],
             "credentials": list(settings.get("credentials") or []),
-            INVENTORY_PROMPT: inventory_prompt(settings.get("credentials")),
             **PROMPTS,
             "survey_enabled": bool(spec),
             "survey_spec": {"name": name, "description": stage["description"], "spec": spec},
@@ -381,4 +377,4 @@ def launch_extra_vars(template: dict, answers: dict | None = None) -> dict:
 
 __all__ = ["STAGES", "window_boundaries", "daily_rrule", "job_templates", "window_schedules", "project_and_inventory_source",
            "awx_definitions", "survey_problems", "rrule_problems", "schedule_problems", "launch_problems", "prompt_problems",
-           "definition_problems", "inventory_prompt", "launch_extra_vars"]
+           "definition_problems", "launch_extra_vars"]
