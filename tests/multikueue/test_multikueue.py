@@ -1,5 +1,5 @@
 """MultiKueue on three cluster twins: a manager and two workers, each a real kube-apiserver
-with the real Kueue v0.19.2 and KWOK GPU nodes (tests/suites/52-multikueue.sh starts them).
+with the real Kueue v0.19.2 and KWOK GPU nodes (tests/multikueue/three-twins.sh starts them).
 
 playbooks/multikueue.yml (the multikueue and kueue roles, kubernetes.core) wires them from an
 inventory of clusters; batch/v1 Jobs submitted to the team's LocalQueue on the manager run

@@ -53,9 +53,13 @@ def mps_job(name: str) -> dict:
             "metadata": {"labels": {QUEUE_LABEL: QUEUE},
                          "annotations": {"pod-complete.stage.kwok.x-k8s.io/delay": "1h",
                                          "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "1h"}},
-            "spec": {"restartPolicy": "Never", "containers": [{
-                "name": "main", "image": "registry.invalid/gpushare/small-models:1",
-                "resources": {"requests": {SHARED: "1"}, "limits": {SHARED: "1"}}}]}}},
+            # Pod Security restricted on team namespaces: the Job controller's pod must comply.
+            "spec": {"restartPolicy": "Never",
+                     "securityContext": {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}},
+                     "containers": [{
+                         "name": "main", "image": "registry.invalid/gpushare/small-models:1",
+                         "securityContext": {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}},
+                         "resources": {"requests": {SHARED: "1"}, "limits": {SHARED: "1"}}}]}}},
     }
 
 

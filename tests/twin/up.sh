@@ -298,7 +298,7 @@ EOF
   for fw in "${KUEUE_FRAMEWORKS[@]}"; do echo "  - \"$fw\""; done
 } > "$CONF/kueue-config.yaml"
 # GPUSHARE_TWIN_KUEUE_EXTRA_CONFIG: top-level keys appended to Kueue's Configuration, e.g. a
-# MultiKueue manager's "multiKueue: {workerLostTimeout: 20s}" (tests/suites/52-multikueue.sh).
+# MultiKueue manager's "multiKueue: {workerLostTimeout: 20s}" (tests/multikueue/three-twins.sh).
 [ -z "${GPUSHARE_TWIN_KUEUE_EXTRA_CONFIG:-}" ] || printf '%s\n' "$GPUSHARE_TWIN_KUEUE_EXTRA_CONFIG" >> "$CONF/kueue-config.yaml"
 # VisibilityOnDemand off: without internal cert management Kueue's visibility API server
 # reads its certificate from the fixed path /visibility/tls.crt (pkg/visibility/server.go
