@@ -13,16 +13,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model i
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
 
 from inventories import example_day
-
-NODE = "hostvars[gpu01].gpushare_node"
-
-
-def problems_of(variables) -> dict:
-    with pytest.raises(PlanInvalid) as caught:
-        build_plan(variables)
-    for p in caught.value.problems:
-        assert p.allowed and p.hint, "problem without allowed or hint: %s" % p
-    return {p.path: p for p in caught.value.problems}
+from test_bad_input import NODE, problems_of  # one helper: path -> problem, each with allowed and hint
 
 
 def workload(v, name):
