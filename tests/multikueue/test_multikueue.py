@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "twin"))
 
 import gpu_nodes  # noqa: E402
-from twinclient import ApiError, Twin, read_env  # noqa: E402
+from twinclient import ApiError, Twin, is_true, read_env  # noqa: E402
 
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 NS = "training"
@@ -47,6 +47,10 @@ RUNS: list = []
 HOST_VARS = {"gpu_model": "h200", "gpu_count": 2, "cpus": 64, "memory_gib": 512,
              "gpus": [{"index": 0, "mode": "whole", "team": "training"}, {"index": 1, "mode": "whole", "team": "training"}]}
 TEAMS = [{"name": "training", "namespaces": [NS], "priority": 100, "lend": True, "borrow": True}]
+# The team namespaces are Pod Security "restricted" on every cluster (the inventory sets no
+# pod_security); what that level asks (kubernetes.io/docs/concepts/security/pod-security-standards):
+RESTRICTED_POD = {"runAsNonRoot": True, "runAsUser": 1000, "seccompProfile": {"type": "RuntimeDefault"}}
+RESTRICTED_CONTAINER = {"allowPrivilegeEscalation": False, "capabilities": {"drop": ["ALL"]}}
 
 
 def twin(name: str) -> Twin:
@@ -58,9 +62,14 @@ def kubeconfig(name: str) -> str:
 
 
 def write_inventory(base: Path, workers=WORKERS, manager_kubeconfig: str | None = None,
-                    worker_kubeconfigs: dict | None = None) -> Path:
-    """An inventory of clusters: the manager, each worker a group with one GPU server."""
+                    worker_kubeconfigs: dict | None = None, group_teams: dict | None = None) -> Path:
+    """An inventory of clusters: the manager, each worker a group with one GPU server.
+    ``workers``: the MultiKueue workers, in order (a name twice lists that cluster twice);
+    ``group_teams``: worker name -> its group's own gpushare_teams."""
     (base / "group_vars" / "all").mkdir(parents=True, exist_ok=True)
+    for worker, teams in (group_teams or {}).items():
+        (base / "group_vars" / worker.replace("-", "_")).mkdir(parents=True, exist_ok=True)
+        (base / "group_vars" / worker.replace("-", "_") / "teams.yml").write_text(yaml.safe_dump({"gpushare_teams": teams}))
     (base / "host_vars").mkdir(exist_ok=True)
     hosts = {"all": {"children": {w.replace("-", "_"): {"hosts": {"%s-gpu01" % w: {}}} for w in WORKERS}}}
     (base / "hosts.yml").write_text(yaml.safe_dump(hosts))
@@ -134,8 +143,9 @@ def job(name: str, gpus: int, run_s: float) -> dict:
                          "pod-create.stage.kwok.x-k8s.io/jitter-delay": "0s",
                          "pod-ready.stage.kwok.x-k8s.io/delay": "0s",
                          "pod-ready.stage.kwok.x-k8s.io/jitter-delay": "0s"}},
-                         "spec": {"restartPolicy": "Never", "containers": [{
+                         "spec": {"restartPolicy": "Never", "securityContext": RESTRICTED_POD, "containers": [{
                              "name": "main", "image": "registry.invalid/gpushare/train:1",
+                             "securityContext": RESTRICTED_CONTAINER,
                              "resources": {"requests": requests, "limits": requests}}]}}}}
 
 
@@ -143,7 +153,7 @@ class PodWatch:
     """Every pod of a Job seen on a worker, with the phases it reached (polled)."""
 
     def __init__(self):
-        self.seen: dict[tuple[str, str], dict] = {}   # (worker, pod uid) -> {job, phases}
+        self.seen: dict[tuple[str, str], dict] = {}   # (worker, pod uid) -> {job, phases, first seen}
         self.down: set[str] = set()
         self.clients: dict[str, Twin] = {}
         self._stop = threading.Event()
@@ -171,7 +181,8 @@ class PodWatch:
                 for pod in pods:
                     job_name = pod["metadata"].get("labels", {}).get("batch.kubernetes.io/job-name")
                     if job_name:
-                        rec = self.seen.setdefault((name, pod["metadata"]["uid"]), {"job": job_name, "phases": set()})
+                        rec = self.seen.setdefault((name, pod["metadata"]["uid"]),
+                                                   {"job": job_name, "phases": set(), "first": time.monotonic()})
                         rec["phases"].add(pod.get("status", {}).get("phase"))
             self._stop.wait(0.3)
 
@@ -181,9 +192,33 @@ class PodWatch:
     def succeeded_on(self, job_name: str) -> list[str]:
         return [w for w, phases in self.ran(job_name) if "Succeeded" in phases]
 
+    def first_seen(self, job_name: str, worker: str) -> float:
+        return min(r["first"] for (w, _uid), r in self.seen.items() if w == worker and r["job"] == job_name)
+
 
 def manager_job(name: str) -> dict:
     return twin("manager").get("/apis/batch/v1/namespaces/%s/jobs/%s" % (NS, name))
+
+
+def manager_workloads(job_name: str) -> list[dict]:
+    """The manager's Workloads of its Job ``job_name`` (Kueue's job controller owns them by the Job)."""
+    items = twin("manager").get("%s/namespaces/%s/workloads" % (KUEUE, NS))["items"]
+    return [w for w in items if any(o["kind"] == "Job" and o["name"] == job_name for o in w["metadata"].get("ownerReferences") or [])]
+
+
+def reported_once(job_name: str) -> dict:
+    """The manager's Job, after checking it reports one success and has one finished Workload."""
+    done = manager_job(job_name)
+    assert done["status"].get("succeeded") == 1 and not done["status"].get("failed"), done["status"]
+    assert done["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
+    (workload,) = manager_workloads(job_name)
+    assert is_true(workload, "Finished"), workload["status"]
+    return done
+
+
+def seconds(duration: str) -> float:
+    """A Go duration of whole seconds or minutes, as the test sets workerLostTimeout."""
+    return float(duration[:-1]) * {"s": 1, "m": 60}[duration[-1]]
 
 
 def complete(obj: dict) -> bool:
@@ -215,45 +250,53 @@ def watch():
 
 
 def test_bad_input_stops_before_anything_is_applied(tmp_path):
-    """A manager that is also a worker fails in the plan; an unreachable worker (nothing
-    listens on its address) fails the reachability check; neither applies anything."""
-    for name in ("site-a", "site-b"):
+    """A cluster listed twice, a manager that is also a worker, a worker without the team's
+    namespace (checked in the plan) and an unreachable worker (nothing listens on its
+    address; checked before the first apply): each run fails naming the inventory path, and
+    no cluster gets anything."""
+    for name in WORKERS:
         create_gpu_nodes(name)
-    same = run_roles(write_inventory(tmp_path / "same", manager_kubeconfig=kubeconfig("site-b")), check=False)
-    assert same["rc"] != 0
-    assert "gpushare_multikueue.manager.kubeconfig: the manager is also a worker (gpushare_multikueue.workers[1])" \
-        in same["stdout"], same["stdout"][-3000:]
     dead = yaml.safe_load(Path(kubeconfig("site-b")).read_text())
     dead["clusters"][0]["cluster"]["server"] = "https://127.0.0.1:9"   # discard port: nothing listens
     dead_path = tmp_path / "dead.kubeconfig"
     dead_path.write_text(yaml.safe_dump(dead))
     dead_path.chmod(0o600)
-    unreachable = run_roles(write_inventory(tmp_path / "dead", worker_kubeconfigs={"site-b": str(dead_path)}), check=False)
-    assert unreachable["rc"] != 0
-    assert "gpushare_multikueue.workers[1].kubeconfig: cluster site-b does not answer (got '%s'" % dead_path \
-        in unreachable["stdout"], unreachable["stdout"][-3000:]
-    for name in ("manager", "site-a"):
-        with pytest.raises(ApiError) as err:
-            twin(name).get("%s/clusterqueues/training" % KUEUE)
-        assert err.value.status == 404, name
+    cases = {
+        "twice": ({"workers": ("site-a", "site-b", "site-a")},
+                  "gpushare_multikueue.workers[2].name: cluster site-a is listed twice (also gpushare_multikueue.workers[0])"),
+        "same": ({"manager_kubeconfig": kubeconfig("site-b")},
+                 "gpushare_multikueue.manager.kubeconfig: the manager is also a worker (gpushare_multikueue.workers[1])"),
+        "no-namespace": ({"group_teams": {"site-b": [dict(TEAMS[0], namespaces=["training-b"])]}},
+                         "gpushare_multikueue.workers[1] (group site_b): team training has no namespace training on this "
+                         "worker (got ['training-b'])"),
+        "dead": ({"worker_kubeconfigs": {"site-b": str(dead_path)}},
+                 "gpushare_multikueue.workers[1].kubeconfig: cluster site-b does not answer (got '%s'" % dead_path),
+    }
+    for case, (args, message) in cases.items():
+        run = run_roles(write_inventory(tmp_path / case, **args), check=False)
+        assert run["rc"] != 0, case
+        assert message in run["stdout"], (case, run["stdout"][-3000:])
+    for name in STATES:
+        for path in ("/api/v1/namespaces/%s" % NS, "%s/clusterqueues/training" % KUEUE,
+                     "/api/v1/namespaces/kueue-system/serviceaccounts/gpushare-multikueue"):
+            with pytest.raises(ApiError) as err:
+                twin(name).get(path)
+            assert err.value.status == 404, (name, path)
 
 
 def test_roles_wire_the_clusters_and_a_rerun_changes_nothing(inventory, tmp_path):
-    """Both workers, then only site-a (site-b removed), then both again (site-b added back),
-    then the same again: nothing changes.
-
-    The run right after the kueue role created a cluster's objects reports its apply task
-    changed once (seen on site-b, 2026-12-02: "Apply | Team namespaces, ... LocalQueues"; the
-    twin's site.yml tests start from existing objects), so the idempotency check is the run
-    after every cluster has been applied twice."""
+    """Both workers, then the same again (nothing changes), then only site-a (site-b removed
+    from the MultiKueueConfig), then both (site-b added back)."""
     manager = twin("manager")
     both = run_roles(inventory)
     for name in WORKERS:
         cluster = manager.get("%s/multikueueclusters/%s" % (KUEUE, name))
-        assert any(c["type"] == "Active" and c["status"] == "True" for c in cluster["status"]["conditions"]), cluster
+        assert is_true(cluster, "Active"), cluster
     queue = manager.get("%s/clusterqueues/training" % KUEUE)
     (gpus,) = [r for g in queue["spec"]["resourceGroups"] for f in g["flavors"] for r in f["resources"] if r["name"] == GPU]
-    assert gpus["nominalQuota"] == 4     # 2 + 2: what each worker's inventory gives training
+    assert int(gpus["nominalQuota"]) == 4     # 2 + 2: what each worker's inventory gives training
+    again = run_roles(inventory)
+    assert again["counts"]["changed"] == 0, changed_tasks(again["stdout"])
     only_a = run_roles(write_inventory(tmp_path / "only-a", workers=("site-a",)))
     assert manager.get("%s/multikueueconfigs/gpushare-multikueue" % KUEUE)["spec"]["clusters"] == ["site-a"]
     for path in ("%s/multikueueclusters/site-b" % KUEUE, "/api/v1/namespaces/kueue-system/secrets/gpushare-multikueue-site-b"):
@@ -262,10 +305,9 @@ def test_roles_wire_the_clusters_and_a_rerun_changes_nothing(inventory, tmp_path
         assert err.value.status == 404, path
     added = run_roles(inventory)
     assert manager.get("%s/multikueueconfigs/gpushare-multikueue" % KUEUE)["spec"]["clusters"] == ["site-a", "site-b"]
-    again = run_roles(inventory)
-    assert again["counts"]["changed"] == 0, changed_tasks(again["stdout"])
-    RESULTS["roles_seconds"] = {"both": both["seconds"], "only_site_a": only_a["seconds"], "added": added["seconds"],
-                                "rerun": again["seconds"]}
+    assert is_true(manager.get("%s/multikueueclusters/site-b" % KUEUE), "Active")
+    RESULTS["roles_seconds"] = {"both": both["seconds"], "rerun": again["seconds"], "only_site_a": only_a["seconds"],
+                                "added": added["seconds"]}
 
 
 def test_jobs_run_on_the_worker_with_room_once_and_report_back(inventory, watch):
@@ -280,11 +322,10 @@ def test_jobs_run_on_the_worker_with_room_once_and_report_back(inventory, watch)
     second_worker = wait("the second job running on a worker", lambda: running_on("second", watch))
     assert second_worker != first_worker
     for name in ("first", "second"):
-        done = wait("%s complete on the manager" % name, lambda n=name: complete(manager_job(n)) and manager_job(n))
-        # Status mirrored from the worker's copy: one pod, succeeded once.
-        assert done["status"].get("succeeded") == 1, done["status"]
-        assert done["spec"]["managedBy"] == "kueue.x-k8s.io/multikueue"
-    time.sleep(1)
+        wait("%s complete on the manager" % name, lambda n=name: complete(manager_job(n)))
+        # Status mirrored from the worker's copy: one pod, succeeded once, one finished Workload.
+        reported_once(name)
+    time.sleep(1)      # a few more polls of the watcher: a second pod would show
     assert [len(watch.ran("first")), len(watch.ran("second"))] == [1, 1], watch.seen
     assert watch.succeeded_on("first") == [first_worker] and watch.succeeded_on("second") == [second_worker]
     RESULTS["end_to_end_s"] = round(time.monotonic() - start, 1)
@@ -299,11 +340,15 @@ def test_a_lost_worker_s_job_is_dispatched_again_and_completes_once(inventory, w
     os.kill(pid, signal.SIGKILL)
     watch.down.add(lost)
     killed = time.monotonic()
-    done = wait("the job complete on the manager after re-dispatch", lambda: complete(manager_job("lost")) and manager_job("lost"),
-                timeout=180)
+    wait("the job complete on the manager after re-dispatch", lambda: complete(manager_job("lost")), timeout=180)
     RESULTS["lost_worker_to_complete_s"] = round(time.monotonic() - killed, 1)
-    assert done["status"].get("succeeded") == 1, done["status"]
+    reported_once("lost")
+    time.sleep(1)
     assert watch.succeeded_on("lost") == [other], watch.ran("lost")
+    # Dispatched again only once workerLostTimeout had passed, not at the first lost heartbeat.
+    redispatch = watch.first_seen("lost", other) - killed
+    RESULTS["lost_worker_to_redispatch_s"] = round(redispatch, 1)
+    assert redispatch >= seconds(LOST_TIMEOUT), redispatch
     RESULTS["lost_worker"] = lost
 
 
@@ -319,10 +364,10 @@ def test_the_lost_worker_comes_back_fresh_and_the_next_run_changes_nothing(inven
     rejoin = run_roles(inventory)
     assert rejoin["counts"]["changed"] > 0
     cluster = twin("manager").get("%s/multikueueclusters/%s" % (KUEUE, lost))
-    assert any(c["type"] == "Active" and c["status"] == "True" for c in cluster["status"]["conditions"]), cluster
-    run_roles(inventory)     # the kueue role's first reapply on the fresh worker (see above)
+    assert is_true(cluster, "Active"), cluster
     again = run_roles(inventory)
     assert again["counts"]["changed"] == 0, changed_tasks(again["stdout"])
+    reported_once("lost")    # the fresh worker brought back no stale copy of it
     RESULTS["rejoin_seconds"] = rejoin["seconds"]
     out = Path(os.environ.get("GPUSHARE_TWIN_RESULTS", ROOT / "build" / "twin"))
     out.mkdir(parents=True, exist_ok=True)

@@ -18,14 +18,16 @@ sampler=""
 finish() {
   local rc=$?
   [ -z "$sampler" ] || kill "$sampler" 2>/dev/null || true
+  # The three twins stop side by side (an API server may take seconds to shut down).
   for c in manager site-a site-b; do
     if [ "$rc" -eq 0 ]; then
-      GPUSHARE_TWIN_STATE=${STATES[$c]} tests/twin/down.sh --purge
+      GPUSHARE_TWIN_STATE=${STATES[$c]} tests/twin/down.sh --purge &
     else
-      GPUSHARE_TWIN_STATE=${STATES[$c]} tests/twin/down.sh
+      GPUSHARE_TWIN_STATE=${STATES[$c]} tests/twin/down.sh &
       echo "52-multikueue: $c logs in ${STATES[$c]}/logs" >&2
     fi
   done
+  wait
   exit "$rc"
 }
 trap finish EXIT

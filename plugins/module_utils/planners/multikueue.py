@@ -28,7 +28,7 @@ from collections import defaultdict
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.clusters import MultiKueue
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import Problems
-from ansible_collections.gpushare.cluster.plugins.module_utils.planners import kueue_quotas
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners import admission, kueue_quotas
 
 GIB = re.compile(r"^([0-9]+)Gi$")
 
@@ -74,12 +74,16 @@ def plan_manager(spec: MultiKueue, worker_results: dict[str, dict]) -> dict:
         "teams": [{"name": t.name, "namespaces": list(t.namespaces), "priority": t.priority, "production": t.production,
                    "lend": t.lend, "borrow": t.borrow, "borrowing_limit": t.borrowing_limit,
                    "lending_limit": t.lending_limit, "members": list(t.members), "cluster_queue": t.name,
-                   "local_queue": t.name, "owns": quotas[t.name]} for t in spec.teams],
+                   "local_queue": t.name, "pod_security": t.pod_security, "owns": quotas[t.name]} for t in spec.teams],
         "nodes": [],
         "workloads": [],
         "kueue": kueue,
         "dra": {"claim_templates": [], "nodes": []},
         "windows": [],
+        # Teams submit on the manager: their namespaces are governed as on a worker, a GPU
+        # meaning any resource a worker advertises in any of its states.
+        "admission": admission.plan_admission(spec.teams, kueue["objects"], [
+            nodes for w in spec.workers for nodes in _node_states(worker_results[w.name]["plan"])]),
         "warnings": [],
         "mig_solve": None,
         "multikueue": {
@@ -89,6 +93,11 @@ def plan_manager(spec: MultiKueue, worker_results: dict[str, dict]) -> dict:
             "worker_lost_timeout": spec.worker_lost_timeout,
         },
     }
+
+
+def _node_states(plan: dict) -> list[list[dict]]:
+    """A worker's node records in its base state and inside each window."""
+    return [plan["nodes"]] + [w["nodes"] for w in plan["windows"]]
 
 
 def _check_teams(problems: Problems, spec: MultiKueue, worker, plan: dict) -> None:

@@ -280,3 +280,25 @@ def test_bad_values_are_named():
 def test_the_plan_is_json(example):
     _spec, manager, _results = example
     assert json.loads(json.dumps(manager)) == manager
+
+
+def test_the_managers_team_namespaces_are_governed_as_a_workers():
+    """Teams submit on the manager, so its namespaces carry the team's Pod Security level and
+    the GPU policy counts as a GPU every resource any worker advertises: with site-b's GPU 1
+    cut into two 3g.71gb slices, the device plugin's mixed-strategy name nvidia.com/mig-3g.71gb
+    (NVIDIA's resource naming) is one, though site-a has no MIG."""
+    variables, groups = inventories.load_clusters()
+    variables = copy.deepcopy(variables)
+    variables["gpushare_nodes"]["b-gpu01"]["gpus"][1] = {"index": 1, "mode": "mig", "team": "research",
+                                                         "mig_layout": {"3g.71gb": 2}}
+    _spec, manager, _results = plan_all(variables, groups)
+    objects = render_manifests.namespace_objects(manager)
+    namespaces = by_kind(objects, "Namespace")
+    assert sorted(namespaces) == ["research", "training"]
+    for ns in namespaces.values():
+        # The inventory sets no pod_security: restricted, Kubernetes' Pod Security label.
+        assert ns["metadata"]["labels"]["pod-security.kubernetes.io/enforce"] == "restricted"
+    (gpu_policy,) = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicy" and
+                     any(v["name"] == "gpuResources" for v in o["spec"].get("variables", []))]
+    (resources,) = [json.loads(v["expression"]) for v in gpu_policy["spec"]["variables"] if v["name"] == "gpuResources"]
+    assert set(resources) == {"nvidia.com/gpu", "nvidia.com/mig-3g.71gb"}
