@@ -1,11 +1,17 @@
 """MPS applied on the twin: tests/twin/inventory-mps (one server, mps-l40s-01, two L40S with
 `mode: mps`, 4 replicas each; team mps-inference) applied by the gpu_operator and kueue roles
 (playbooks/site.yml, nothing installed; a second run changes nothing). The node is a KWOK
-node made from the Plan (gpu_nodes.py); what it advertises is written by the device-plugin
-stand-in, which reads the ConfigMap the role applied in the upstream format (advertised.py,
-k8s-device-plugin README "With CUDA MPS"), never the Plan.
+node made from the Plan's hardware (gpu_nodes.py); what it advertises is written by the
+device-plugin stand-in, which reads the ConfigMap the role applied in the upstream format
+(advertised.py, k8s-device-plugin README "With CUDA MPS"), never the Plan.
 
-Checked, against numbers worked out by hand (2 cards x 4 replicas = 8):
+The file sorts last, after test_zz_mixed_fleet.py: applying another inventory prunes the
+example's Kueue objects, and Kueue keeps a pruned ClusterQueue that still holds admitted
+workloads (the example day's notebooks and services, which test_restarts.py needs) Terminating
+until they end, and never makes it Active again: the example could not be applied back.
+
+Checked, against numbers worked out by hand from the inventory's YAML (2 cards x 4 replicas
+= 8; the inventory is read here to check it still says so):
 - the device-plugin ConfigMap holds the node's config with `sharing.mps` (renameByDefault,
   failRequestsGreaterThanOne, nvidia.com/gpu x 4) and the node is labelled with its key;
 - the node advertises `nvidia.com/gpu.shared: 8` (allocatable), and no whole `nvidia.com/gpu`;
@@ -14,9 +20,10 @@ Checked, against numbers worked out by hand (2 cards x 4 replicas = 8):
   namespaces refuse GPU pods without one), is admitted and its pod runs on mps-l40s-01; of
   nine such Jobs eight are admitted and the ninth waits for quota.
 
-The Jobs are deleted at the end; when the example inventory was applied before in this session
-(the other twin tests' nodes exist), it is applied again, so they find the twin as they left it;
-the node is deleted. Measured numbers go to build/twin/mps.json (or $GPUSHARE_TWIN_RESULTS).
+Before the first run, the fixture waits until no labelled Kueue object of the earlier tests
+is still being deleted (the kueue role refuses to apply one the plan wants). The Jobs and the
+node are deleted at the end. Measured numbers go to build/twin/mps.json (or
+$GPUSHARE_TWIN_RESULTS).
 """
 from __future__ import annotations
 
@@ -27,8 +34,8 @@ import pytest
 import yaml
 
 import gpu_nodes
-from conftest import EXAMPLE, run_playbook, write_results
-from twinclient import ApiError, is_true
+from conftest import run_playbook, write_results
+from twinclient import is_true
 
 ROOT = Path(__file__).resolve().parents[2]
 INVENTORY = ROOT / "tests" / "twin" / "inventory-mps"
@@ -36,8 +43,9 @@ NODE = "mps-l40s-01"
 NAMESPACE = "mps-serving"
 QUEUE = "mps-inference"            # the team's LocalQueue (and ClusterQueue): its name
 SHARED = "nvidia.com/gpu.shared"
-CARDS, REPLICAS = 2, 4             # the inventory's, read by eye
+CARDS, REPLICAS = 2, 4             # the inventory's, read by eye (test_mps_inventory_says_so)
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+KUEUE_KINDS = ("localqueues", "clusterqueues", "cohorts", "workloadpriorityclasses", "resourceflavors")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 TIMEOUT = 120
 RESULTS: dict = {}
@@ -75,13 +83,11 @@ def running_pod(twin, name: str):
     return next((p for p in pods if p["status"].get("phase") == "Running"), None)
 
 
-def _node_exists(twin, name: str) -> bool:
-    try:
-        twin.get(gpu_nodes.node_path(name))
-        return True
-    except ApiError as err:
-        assert err.status == 404
-        return False
+def deleting(twin) -> list[str]:
+    """Kueue objects with a deletion timestamp (pruned by an earlier test's run, kept by Kueue
+    until the workloads they admitted are gone)."""
+    return ["%s/%s" % (kind, o["metadata"]["name"]) for kind in KUEUE_KINDS
+            for o in twin.get(f"{KUEUE}/{kind}")["items"] if o["metadata"].get("deletionTimestamp")]
 
 
 def _delete_jobs(twin) -> None:
@@ -89,17 +95,18 @@ def _delete_jobs(twin) -> None:
         twin.request("DELETE", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{job['metadata']['name']}",
                      {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
                      ok=(200, 202, 404))
+    twin.wait_for(f"workloads of {NAMESPACE} gone", lambda: not twin.get(f"{KUEUE}/namespaces/{NAMESPACE}/workloads")["items"],
+                  timeout=TIMEOUT)
 
 
 @pytest.fixture(name="mps", scope="module")
 def fixture_mps(twin_session):
     from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
-    from inventories import load_dir, load_example
-    plan = build_plan(load_dir(INVENTORY))
-    example_nodes = list(load_example("four-gpu-server")["gpushare_nodes"])
-    restore_example = all(_node_exists(twin_session, n) for n in example_nodes)
-    if not _node_exists(twin_session, NODE):
-        gpu_nodes.create_nodes(twin_session, plan)
+    from inventories import load_dir
+    plan = build_plan(load_dir(INVENTORY))      # the node's hardware only
+    twin_session.wait_for(f"no Kueue object being deleted (at first: {deleting(twin_session)})",
+                          lambda: not deleting(twin_session), timeout=TIMEOUT)
+    gpu_nodes.create_nodes(twin_session, plan)
     # The stand-in runs throughout, as the device plugin does (before the role, the node's
     # operator defaults: every GPU whole); the second run starts once the node advertises what
     # the first applied, on a settled cluster.
@@ -112,12 +119,16 @@ def fixture_mps(twin_session):
         runs["second"] = run_playbook(INVENTORY, roles=("gpu_operator", "kueue"))
         yield runs
     finally:
-        if _node_exists(twin_session, NODE):
-            _delete_jobs(twin_session)
+        _delete_jobs(twin_session)
         sim.stop()
-        if restore_example:
-            run_playbook(EXAMPLE)
         twin_session.request("DELETE", gpu_nodes.node_path(NODE), ok=(200, 202, 404))
+
+
+def test_mps_inventory_says_so():
+    """The hand numbers above are the inventory's: read from its YAML, not through the planner."""
+    node = yaml.safe_load((INVENTORY / "host_vars" / f"{NODE}.yml").read_text())["gpushare_node"]
+    assert node["gpu_count"] == CARDS
+    assert [(g["index"], g["mode"], g["replicas"]) for g in node["gpus"]] == [(i, "mps", REPLICAS) for i in range(CARDS)]
 
 
 def test_mps_roles_apply_and_second_run_changes_nothing(mps):
