@@ -27,6 +27,7 @@ $GPUSHARE_TWIN_RESULTS).
 """
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -131,9 +132,12 @@ def test_mps_inventory_says_so():
     assert [(g["index"], g["mode"], g["replicas"]) for g in node["gpus"]] == [(i, "mps", REPLICAS) for i in range(CARDS)]
 
 
+def changed_tasks(run: dict) -> list[str]:
+    return [block.split("]", 1)[0] for block in run["stdout"].split("TASK [")[1:] if "\nchanged: " in block]
+
+
 def test_mps_roles_apply_and_second_run_changes_nothing(mps):
-    changed = [block.split("]", 1)[0] for block in mps["second"]["stdout"].split("TASK [")[1:] if "\nchanged: " in block]
-    assert mps["second"]["counts"]["changed"] == 0, (changed, mps["second"]["stdout"][-4000:])
+    assert mps["second"]["counts"]["changed"] == 0, (changed_tasks(mps["second"]), mps["second"]["stdout"][-4000:])
     RESULTS["apply_s"] = {"first": mps["first"]["seconds"], "second": mps["second"]["seconds"]}
 
 
@@ -182,6 +186,38 @@ def test_mps_job_admitted_and_runs_on_the_mps_node_until_the_quota_is_spent(twin
     waiting = [n for n in ["mps-client-0"] + names if not admitted(twin_session, n)]
     assert len(waiting) == 1, waiting
     RESULTS["admitted"], RESULTS["waiting"] = CARDS * REPLICAS, len(waiting)
+
+
+def test_team_dropped_while_its_jobs_run_then_applied_back(twin_session, mps, tmp_path_factory):
+    """What a user meets applying one inventory after another on one cluster: an inventory
+    without the team (renamed mps-batch) prunes its ClusterQueue while its 8 Jobs hold quota;
+    Kueue keeps the queue Terminating; running that inventory again changes nothing; applying
+    the team's inventory back is refused, naming the queue, with nothing applied; once the
+    Jobs are gone it applies and the queue is Active."""
+    twin = twin_session
+    renamed = tmp_path_factory.mktemp("mps") / "inventory-mps-batch"
+    shutil.copytree(INVENTORY, renamed)
+    for path in renamed.rglob("*.yml"):
+        path.write_text(path.read_text().replace(QUEUE, "mps-batch"))
+    RESULTS["team_dropped_s"] = run_playbook(renamed, roles=("kueue",))["seconds"]
+    held = twin.get(f"{KUEUE}/clusterqueues/{QUEUE}")["metadata"]
+    assert held.get("deletionTimestamp") and "kueue.x-k8s.io/resource-in-use" in held["finalizers"], held
+    again = run_playbook(renamed, roles=("kueue",))
+    assert again["counts"]["changed"] == 0, (changed_tasks(again), again["stdout"][-4000:])
+
+    refused = run_playbook(INVENTORY, roles=("kueue",), check=False)
+    assert refused["rc"] != 0
+    message = next(line for line in refused["stdout"].splitlines() if line.startswith("fatal:"))
+    assert f"The plan applies ClusterQueue//{QUEUE}, which the cluster is deleting" in message, message
+    assert is_true(twin.get(f"{KUEUE}/clusterqueues/mps-batch"), "Active")      # not pruned: nothing applied
+    RESULTS["refusal"] = message
+
+    _delete_jobs(twin)
+    twin.wait_for(f"ClusterQueue {QUEUE} gone", lambda: QUEUE not in [
+        cq["metadata"]["name"] for cq in twin.get(f"{KUEUE}/clusterqueues")["items"]], timeout=TIMEOUT)
+    run_playbook(INVENTORY, roles=("kueue",))
+    assert is_true(twin.get(f"{KUEUE}/clusterqueues/{QUEUE}"), "Active")
+    assert "mps-batch" not in [cq["metadata"]["name"] for cq in twin.get(f"{KUEUE}/clusterqueues")["items"]]
 
 
 def test_zz_results():
