@@ -242,6 +242,7 @@ def fleet(twin_session, operator_sim):  # pylint: disable=unused-argument  # gpu
             delete_jobs(twin, namespaces)
     finally:
         sim.stop()
+        gpu_nodes.delete_nodes(twin, plugin_nodes)
         dra_devices.remove(twin, plan, classes)
         write_results("mixed-fleet", RESULTS)
 

@@ -122,7 +122,7 @@ def fixture_mps(twin_session):
     finally:
         _delete_jobs(twin_session)
         sim.stop()
-        twin_session.request("DELETE", gpu_nodes.node_path(NODE), ok=(200, 202, 404))
+        gpu_nodes.delete_nodes(twin_session, plan)
 
 
 def test_mps_inventory_says_so():
