@@ -48,6 +48,7 @@ RENDERERS = {
     "unmanaged": prune.unmanaged,
     "window_flavors": prune.window_flavors,
     "prune_candidates": prune.prune_candidates,
+    "being_deleted": prune.being_deleted,
     # Names, the managed-by label and version pins, defined once (names.py), for the roles.
     "managed_label": names.managed_label,
     "k8s_name": names.k8s_name,

@@ -95,6 +95,14 @@ def create_nodes(twin, plan: dict) -> list[str]:
     return names
 
 
+def delete_nodes(twin, plan: dict) -> None:
+    """Deletes the Plan's nodes (those create_nodes made; gone already is fine). A node left
+    behind keeps the labels the roles set, and a later inventory's ResourceFlavor with the
+    same labels would send its pods there."""
+    for node_state in plan["nodes"]:
+        twin.request("DELETE", node_path(node_state["name"]), ok=(200, 202, 404))
+
+
 class Reconciler:
     """Calls sync() every INTERVAL seconds on a daemon thread from start() to stop(); an
     AssertionError from sync() ends the loop and is raised again by stop()."""

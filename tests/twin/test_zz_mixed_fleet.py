@@ -1,8 +1,9 @@
 """The mixed-fleet example (inventory-examples/mixed-fleet) planned and applied on the twin,
 and the Kueue claims of the README that only a running Kueue can prove.
 
-The file sorts last on purpose: it replaces the example day's Kueue objects and GPU Operator
-ConfigMaps with mixed-fleet's (the roles prune the example's), which the example-day,
+The file sorts after the example day's tests on purpose (only test_zz_mps.py, which applies
+another inventory too, comes after it): it replaces the example day's Kueue objects and GPU
+Operator ConfigMaps with mixed-fleet's (the roles prune the example's), which the example-day,
 restart and site tests must not meet.
 
 Set-up (module fixture ``fleet``): KWOK nodes for mixed-fleet's servers (a100-01, a100-02,
@@ -241,6 +242,7 @@ def fleet(twin_session, operator_sim):  # pylint: disable=unused-argument  # gpu
             delete_jobs(twin, namespaces)
     finally:
         sim.stop()
+        gpu_nodes.delete_nodes(twin, plugin_nodes)
         dra_devices.remove(twin, plan, classes)
         write_results("mixed-fleet", RESULTS)
 

@@ -1,7 +1,8 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """Pruning: the labelled objects a later Plan no longer has (the kueue role deletes them),
-never an object without the managed-by label, never a ResourceFlavor a sharing window needs."""
+never an object without the managed-by label, never a ResourceFlavor a sharing window needs,
+never twice; and the objects a Plan wants that an earlier prune is still deleting."""
 
 from __future__ import annotations
 
@@ -43,10 +44,22 @@ def window_flavors(plan: dict) -> list[str]:
     return sorted({o["metadata"]["name"] for objects in states for o in objects if o["kind"] == "ResourceFlavor"})
 
 
+def _listed(results: list):
+    """Each object of a looped read, with kind and apiVersion from its loop item (list items of
+    built-in kinds carry neither)."""
+    for result in results or []:
+        listed = result["resources"] if "resources" in result else next(iter((result.get("ansible_facts") or {}).values()), [])
+        for obj in listed or []:
+            yield dict(obj, kind=result["item"]["kind"], apiVersion=result["item"]["api_version"])
+
+
 def prune_candidates(results: list, wanted: list, protected_flavors: list | tuple = ()) -> list[dict]:
     """Labelled objects that the Plan no longer has; ResourceFlavors a window needs are kept.
 
-    List items of built-in kinds carry no kind/apiVersion, so they come from the loop item.
+    An object already being deleted (``metadata.deletionTimestamp`` set) is left out: deleting
+    it again changes nothing and would report a change on every run. Kueue keeps a pruned
+    ClusterQueue, and the ResourceFlavors it names, until the workloads it admitted end (its
+    ``kueue.x-k8s.io/resource-in-use`` finalizer).
 
     Args:
         results: the results of a looped read of the labelled objects, one kind per loop item: each
@@ -63,12 +76,30 @@ def prune_candidates(results: list, wanted: list, protected_flavors: list | tupl
     """
     keep = {object_key(o) for o in wanted or []}
     out = []
-    for result in results or []:
-        listed = result["resources"] if "resources" in result else next(iter((result.get("ansible_facts") or {}).values()), [])
-        for obj in listed or []:
-            obj = dict(obj, kind=result["item"]["kind"], apiVersion=result["item"]["api_version"])
-            if object_key(obj) in keep or (obj["kind"] == "ResourceFlavor" and obj["metadata"]["name"] in protected_flavors):
-                continue
-            out.append({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
-                        "metadata": {k: v for k, v in obj["metadata"].items() if k in ("name", "namespace")}})
+    for obj in _listed(results):
+        if object_key(obj) in keep or (obj["kind"] == "ResourceFlavor" and obj["metadata"]["name"] in protected_flavors):
+            continue
+        if obj["metadata"].get("deletionTimestamp"):
+            continue
+        out.append({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
+                    "metadata": {k: v for k, v in obj["metadata"].items() if k in ("name", "namespace")}})
     return out
+
+
+def being_deleted(results: list, wanted: list) -> list[str]:
+    """Objects the Plan wants that the cluster is deleting (``metadata.deletionTimestamp`` set).
+
+    Applying such an object succeeds but does not save it: its finalizer's owner deletes it when
+    it may. Kueue keeps a ClusterQueue (and the ResourceFlavors it names) that an earlier run
+    pruned until the workloads it admitted end, and never makes it Active again.
+
+    Args:
+        results: a looped read of the labelled objects, as for ``prune_candidates``.
+        wanted: the objects the Plan has, a list of dicts with ``kind`` and ``metadata``.
+
+    Returns:
+        ``Kind/namespace/name`` of each wanted object being deleted, sorted, a list of strings.
+    """
+    wanted_keys = {object_key(o) for o in wanted or []}
+    return sorted(object_key(o) for o in _listed(results)
+                  if o["metadata"].get("deletionTimestamp") and object_key(o) in wanted_keys)

@@ -50,3 +50,33 @@ def test_unmanaged():
     objects = render(plan)["kueue"] + render(plan)["namespaces"]
     assert prune.unmanaged(objects) == []
     assert prune.unmanaged([{"kind": "Cohort", "metadata": {"name": "x"}}]) == ["Cohort//x"]
+
+
+# What the twin's Kueue v0.19.2 showed after the MPS inventory was applied over the example
+# day's (docs/twin.md, MPS): the example's ClusterQueues, holding admitted workloads, and the
+# ResourceFlavors they name, kept by Kueue's finalizer with a deletion timestamp.
+TERMINATING = {"deletionTimestamp": "2026-12-02T13:38:56Z", "finalizers": ["kueue.x-k8s.io/resource-in-use"]}
+
+
+def _read(kind, *metas):
+    return {"item": {"kind": kind, "api_version": "kueue.x-k8s.io/v1beta2"}, "resources": [{"metadata": m} for m in metas]}
+
+
+def test_prune_leaves_an_object_already_being_deleted_to_its_finalizer():
+    """A second run after a prune deletes nothing again (it would report a change each run
+    until the workloads end)."""
+    results = [_read("ClusterQueue", dict(TERMINATING, name="production"), {"name": "gone-team"}),
+               _read("ResourceFlavor", dict(TERMINATING, name="h200-141gb-whole"))]
+    assert [prune.object_key(o) for o in prune.prune_candidates(results, [])] == ["ClusterQueue//gone-team"]
+
+
+def test_being_deleted_names_the_planned_objects_the_cluster_is_deleting():
+    results = [_read("ClusterQueue", dict(TERMINATING, name="production"), dict(TERMINATING, name="not-planned"),
+                     {"name": "training"}),
+               _read("ResourceFlavor", dict(TERMINATING, name="h200-141gb-whole")),
+               _read("LocalQueue", {"name": "training", "namespace": "training"})]
+    wanted = [{"kind": kind, "metadata": dict(name=name, **({"namespace": ns} if ns else {}))}
+              for kind, ns, name in (("ClusterQueue", "", "production"), ("ClusterQueue", "", "training"),
+                                     ("ResourceFlavor", "", "h200-141gb-whole"), ("LocalQueue", "training", "training"))]
+    assert prune.being_deleted(results, wanted) == ["ClusterQueue//production", "ResourceFlavor//h200-141gb-whole"]
+    assert prune.being_deleted(results, []) == []

@@ -1,11 +1,17 @@
 """MPS applied on the twin: tests/twin/inventory-mps (one server, mps-l40s-01, two L40S with
 `mode: mps`, 4 replicas each; team mps-inference) applied by the gpu_operator and kueue roles
 (playbooks/site.yml, nothing installed; a second run changes nothing). The node is a KWOK
-node made from the Plan (gpu_nodes.py); what it advertises is written by the device-plugin
-stand-in, which reads the ConfigMap the role applied in the upstream format (advertised.py,
-k8s-device-plugin README "With CUDA MPS"), never the Plan.
+node made from the Plan's hardware (gpu_nodes.py); what it advertises is written by the
+device-plugin stand-in, which reads the ConfigMap the role applied in the upstream format
+(advertised.py, k8s-device-plugin README "With CUDA MPS"), never the Plan.
 
-Checked, against numbers worked out by hand (2 cards x 4 replicas = 8):
+The file sorts last, after test_zz_mixed_fleet.py: applying another inventory prunes the
+example's Kueue objects, and Kueue keeps a pruned ClusterQueue that still holds admitted
+workloads (the example day's notebooks and services, which test_restarts.py needs) Terminating
+until they end, and never makes it Active again: the example could not be applied back.
+
+Checked, against numbers worked out by hand from the inventory's YAML (2 cards x 4 replicas
+= 8; the inventory is read here to check it still says so):
 - the device-plugin ConfigMap holds the node's config with `sharing.mps` (renameByDefault,
   failRequestsGreaterThanOne, nvidia.com/gpu x 4) and the node is labelled with its key;
 - the node advertises `nvidia.com/gpu.shared: 8` (allocatable), and no whole `nvidia.com/gpu`;
@@ -14,12 +20,14 @@ Checked, against numbers worked out by hand (2 cards x 4 replicas = 8):
   namespaces refuse GPU pods without one), is admitted and its pod runs on mps-l40s-01; of
   nine such Jobs eight are admitted and the ninth waits for quota.
 
-The Jobs are deleted at the end; when the example inventory was applied before in this session
-(the other twin tests' nodes exist), it is applied again, so they find the twin as they left it;
-the node is deleted. Measured numbers go to build/twin/mps.json (or $GPUSHARE_TWIN_RESULTS).
+Before the first run, the fixture waits until no labelled Kueue object of the earlier tests
+is still being deleted (the kueue role refuses to apply one the plan wants). The Jobs and the
+node are deleted at the end. Measured numbers go to build/twin/mps.json (or
+$GPUSHARE_TWIN_RESULTS).
 """
 from __future__ import annotations
 
+import shutil
 import time
 from pathlib import Path
 
@@ -27,8 +35,8 @@ import pytest
 import yaml
 
 import gpu_nodes
-from conftest import EXAMPLE, run_playbook, write_results
-from twinclient import ApiError, is_true
+from conftest import run_playbook, write_results
+from twinclient import is_true
 
 ROOT = Path(__file__).resolve().parents[2]
 INVENTORY = ROOT / "tests" / "twin" / "inventory-mps"
@@ -36,8 +44,9 @@ NODE = "mps-l40s-01"
 NAMESPACE = "mps-serving"
 QUEUE = "mps-inference"            # the team's LocalQueue (and ClusterQueue): its name
 SHARED = "nvidia.com/gpu.shared"
-CARDS, REPLICAS = 2, 4             # the inventory's, read by eye
+CARDS, REPLICAS = 2, 4             # the inventory's, read by eye (test_mps_inventory_says_so)
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
+KUEUE_KINDS = ("localqueues", "clusterqueues", "cohorts", "workloadpriorityclasses", "resourceflavors")
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 TIMEOUT = 120
 RESULTS: dict = {}
@@ -75,13 +84,11 @@ def running_pod(twin, name: str):
     return next((p for p in pods if p["status"].get("phase") == "Running"), None)
 
 
-def _node_exists(twin, name: str) -> bool:
-    try:
-        twin.get(gpu_nodes.node_path(name))
-        return True
-    except ApiError as err:
-        assert err.status == 404
-        return False
+def deleting(twin) -> list[str]:
+    """Kueue objects with a deletion timestamp (pruned by an earlier test's run, kept by Kueue
+    until the workloads they admitted are gone)."""
+    return ["%s/%s" % (kind, o["metadata"]["name"]) for kind in KUEUE_KINDS
+            for o in twin.get(f"{KUEUE}/{kind}")["items"] if o["metadata"].get("deletionTimestamp")]
 
 
 def _delete_jobs(twin) -> None:
@@ -89,17 +96,18 @@ def _delete_jobs(twin) -> None:
         twin.request("DELETE", f"/apis/batch/v1/namespaces/{NAMESPACE}/jobs/{job['metadata']['name']}",
                      {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"},
                      ok=(200, 202, 404))
+    twin.wait_for(f"workloads of {NAMESPACE} gone", lambda: not twin.get(f"{KUEUE}/namespaces/{NAMESPACE}/workloads")["items"],
+                  timeout=TIMEOUT)
 
 
 @pytest.fixture(name="mps", scope="module")
 def fixture_mps(twin_session):
     from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
-    from inventories import load_dir, load_example
-    plan = build_plan(load_dir(INVENTORY))
-    example_nodes = list(load_example("four-gpu-server")["gpushare_nodes"])
-    restore_example = all(_node_exists(twin_session, n) for n in example_nodes)
-    if not _node_exists(twin_session, NODE):
-        gpu_nodes.create_nodes(twin_session, plan)
+    from inventories import load_dir
+    plan = build_plan(load_dir(INVENTORY))      # the node's hardware only
+    twin_session.wait_for(f"no Kueue object being deleted (at first: {deleting(twin_session)})",
+                          lambda: not deleting(twin_session), timeout=TIMEOUT)
+    gpu_nodes.create_nodes(twin_session, plan)
     # The stand-in runs throughout, as the device plugin does (before the role, the node's
     # operator defaults: every GPU whole); the second run starts once the node advertises what
     # the first applied, on a settled cluster.
@@ -112,17 +120,24 @@ def fixture_mps(twin_session):
         runs["second"] = run_playbook(INVENTORY, roles=("gpu_operator", "kueue"))
         yield runs
     finally:
-        if _node_exists(twin_session, NODE):
-            _delete_jobs(twin_session)
+        _delete_jobs(twin_session)
         sim.stop()
-        if restore_example:
-            run_playbook(EXAMPLE)
-        twin_session.request("DELETE", gpu_nodes.node_path(NODE), ok=(200, 202, 404))
+        gpu_nodes.delete_nodes(twin_session, plan)
+
+
+def test_mps_inventory_says_so():
+    """The hand numbers above are the inventory's: read from its YAML, not through the planner."""
+    node = yaml.safe_load((INVENTORY / "host_vars" / f"{NODE}.yml").read_text())["gpushare_node"]
+    assert node["gpu_count"] == CARDS
+    assert [(g["index"], g["mode"], g["replicas"]) for g in node["gpus"]] == [(i, "mps", REPLICAS) for i in range(CARDS)]
+
+
+def changed_tasks(run: dict) -> list[str]:
+    return [block.split("]", 1)[0] for block in run["stdout"].split("TASK [")[1:] if "\nchanged: " in block]
 
 
 def test_mps_roles_apply_and_second_run_changes_nothing(mps):
-    changed = [block.split("]", 1)[0] for block in mps["second"]["stdout"].split("TASK [")[1:] if "\nchanged: " in block]
-    assert mps["second"]["counts"]["changed"] == 0, (changed, mps["second"]["stdout"][-4000:])
+    assert mps["second"]["counts"]["changed"] == 0, (changed_tasks(mps["second"]), mps["second"]["stdout"][-4000:])
     RESULTS["apply_s"] = {"first": mps["first"]["seconds"], "second": mps["second"]["seconds"]}
 
 
@@ -171,6 +186,38 @@ def test_mps_job_admitted_and_runs_on_the_mps_node_until_the_quota_is_spent(twin
     waiting = [n for n in ["mps-client-0"] + names if not admitted(twin_session, n)]
     assert len(waiting) == 1, waiting
     RESULTS["admitted"], RESULTS["waiting"] = CARDS * REPLICAS, len(waiting)
+
+
+def test_team_dropped_while_its_jobs_run_then_applied_back(twin_session, mps, tmp_path_factory):
+    """What a user meets applying one inventory after another on one cluster: an inventory
+    without the team (renamed mps-batch) prunes its ClusterQueue while its 8 Jobs hold quota;
+    Kueue keeps the queue Terminating; running that inventory again changes nothing; applying
+    the team's inventory back is refused, naming the queue, with nothing applied; once the
+    Jobs are gone it applies and the queue is Active."""
+    twin = twin_session
+    renamed = tmp_path_factory.mktemp("mps") / "inventory-mps-batch"
+    shutil.copytree(INVENTORY, renamed)
+    for path in renamed.rglob("*.yml"):
+        path.write_text(path.read_text().replace(QUEUE, "mps-batch"))
+    RESULTS["team_dropped_s"] = run_playbook(renamed, roles=("kueue",))["seconds"]
+    held = twin.get(f"{KUEUE}/clusterqueues/{QUEUE}")["metadata"]
+    assert held.get("deletionTimestamp") and "kueue.x-k8s.io/resource-in-use" in held["finalizers"], held
+    again = run_playbook(renamed, roles=("kueue",))
+    assert again["counts"]["changed"] == 0, (changed_tasks(again), again["stdout"][-4000:])
+
+    refused = run_playbook(INVENTORY, roles=("kueue",), check=False)
+    assert refused["rc"] != 0
+    message = next(line for line in refused["stdout"].splitlines() if line.startswith("fatal:"))
+    assert f"The plan applies ClusterQueue//{QUEUE}, which the cluster is deleting" in message, message
+    assert is_true(twin.get(f"{KUEUE}/clusterqueues/mps-batch"), "Active")      # not pruned: nothing applied
+    RESULTS["refusal"] = message
+
+    _delete_jobs(twin)
+    twin.wait_for(f"ClusterQueue {QUEUE} gone", lambda: QUEUE not in [
+        cq["metadata"]["name"] for cq in twin.get(f"{KUEUE}/clusterqueues")["items"]], timeout=TIMEOUT)
+    run_playbook(INVENTORY, roles=("kueue",))
+    assert is_true(twin.get(f"{KUEUE}/clusterqueues/{QUEUE}"), "Active")
+    assert "mps-batch" not in [cq["metadata"]["name"] for cq in twin.get(f"{KUEUE}/clusterqueues")["items"]]
 
 
 def test_zz_results():
