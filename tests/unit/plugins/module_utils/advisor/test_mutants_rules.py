@@ -10,6 +10,7 @@ rules.py that survived `make mutation` (docs/testing.md, "Mutation testing")."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import pytest
@@ -141,3 +142,112 @@ def test_thresholds_are_at_least():
     assert rules.detect_kind(notebook)[0] == "notebook"
     # At its limit exactly 5 % of the time (saturated_share: "at least"): the next larger compute.
     assert _choose(_features(saturated_share=0.05, saturated_fraction=1 / 7))["mig_profile"] == "2g.35gb"
+
+
+def test_a_pod_without_memory_on_an_unknown_card_keeps_its_one_gpu():
+    # No memory used and a card the catalogue does not know: nothing to divide by, the GPU the pod held.
+    out = _choose(_features(model=None, memory_peak_mib=0.0, memory_p5_mib=0.0))
+    assert (out["rule"], out["gpus"]) == ("whole-default", 1)
+
+
+def test_a_run_on_one_card_asks_for_its_need_rounded_up():
+    # 8000 MiB + 20 % = 9600 MiB -> 9.5 GiB on one H200 (140 GiB): 9.5, not the need floored to 9.
+    out = _choose(_features(), kind="batch")
+    assert (out["gpus"], out["memory_gib"]) == (1, 9.5)
+    # On a card the catalogue does not know, the same: its size is unknown, so nothing caps the need.
+    out = _choose(_features(model=None), kind="batch")
+    assert (out["gpus"], out["memory_gib"]) == (1, 9.5)
+
+
+def test_three_cards_hold_what_three_cards_have():
+    # 359000 MiB + 20 % = 430800 MiB: ceil(430800 / 143771) = 3 H200; 430800 / 512 = 841.4 -> 842 half GiB
+    # = 421 GiB, and 3 x 143771 MiB = 431313 MiB = 421.2 GiB hold it, so 421 (not 420).
+    out = _choose(_features(memory_peak_mib=359000.0, memory_p5_mib=2000.0), kind="training")
+    assert (out["gpus"], out["memory_gib"]) == (3, 421)
+
+
+# One service per rule whose choice a person reads the reason of (the rule table of test_advisor_rules).
+EVERY_RULE = [
+    (_features(), "serving", False),                                        # mig-fits
+    (_features(compute=0.95), "serving", False),                            # no-slice-fits
+    (_features(), "serving", True),                                         # dra-server
+    (_features(model="l40s", capacity_mib=46068.0), "serving", False),      # no-mig-card
+    (_features(gpus_per_replica=2), "serving", False),                      # whole-default
+    (_features(replicas=4), "notebook", False),                             # notebook-pool
+    (_features(), "training", False),                                       # runs-whole
+]
+
+
+@pytest.mark.parametrize("features, kind, dra", EVERY_RULE)
+def test_every_choice_says_why(features, kind, dra):
+    why = _choose(features, kind, dra)["why"]
+    assert isinstance(why, str) and why
+
+
+def test_the_halves_of_the_window_differ_when_a_field_the_cluster_reads_differs():
+    """signature() is what _check_stability compares between the two halves of the window: two
+    choices that differ in the sharing, the GPUs per replica or the cards of a pool must differ there."""
+    def differ(a, b):
+        return rules.signature(a) != rules.signature(b)
+    # The sharing alone: a whole card, or a DRA request (neither has a profile, a pool, or other GPUs).
+    assert differ(_choose(_features(compute=0.95)), _choose(_features(compute=0.95), dra=True))
+    # The GPUs alone: a run on 1 H200 (9600 MiB) or on 2 (240000 MiB).
+    assert differ(_choose(_features(), kind="training"),
+                  _choose(_features(memory_peak_mib=200000.0), kind="training"))
+    # The cards of the pool alone: 2 notebooks of 9600 MiB on one L40S, or 5 on 2.
+    l40s = dict(model="l40s", capacity_mib=46068.0)
+    assert differ(_choose(_features(replicas=2, **l40s), kind="notebook"),
+                  _choose(_features(replicas=5, **l40s), kind="notebook"))
+    # The same choice twice does not differ.
+    assert not differ(_choose(_features()), _choose(_features()))
+
+
+# The reasons a person reads, with their figures worked out by hand (each figure chosen so that a
+# factor off by one, 101 for 100 or 1025 for 1024, changes the printed digits).
+
+def test_the_kind_reasons_give_the_measured_shares():
+    notebook = _features(presence=0.5, idle_share=0.6, idle_memory_mib=100000.0, active_share=0.02, day_concentration=0.9)
+    # 100000 MiB / 1024 = 97.66 GiB.
+    assert rules.detect_kind(notebook) == \
+        ("notebook", "idle 60 % of its time holding 97.7 GiB, 90 % of its activity within 08:00-20:00")
+    assert rules.detect_kind(_features(presence=0.95, idle_share=0.1, active_share=0.8)) == \
+        ("serving", "always up (95 % of the time), active 80 % of it")
+    batch = _features(presence=0.6, idle_share=0.1, runs=4, median_run_hours=1.5, active_share=0.7)
+    assert rules.detect_kind(batch) == \
+        ("batch", "up 60 % of the time in 4 runs (median 1.5 h), active 70 % while up: runs, then releases the GPU")
+
+
+def test_the_slice_reason_gives_its_size_and_the_need():
+    # 50000 MiB + 20 % = 60000 MiB = 58.59 GiB and 0.4 of a GPU: 3g.71gb, 71168 MiB = 69.5 GiB, 3 of 7 compute slices.
+    assert _choose(_features(memory_peak_mib=50000.0, compute=0.4))["why"] == \
+        "3g.71gb holds 69.5 GiB (needs 58.6) and 3/7 of the compute (needs 0.40 of a GPU)"
+
+
+def test_the_saturation_note_gives_the_slice_and_the_time_at_its_limit():
+    assert _choose(_features(saturated_share=0.9, saturated_fraction=1 / 7))["compute_note"] == \
+        ("its MIG slice (0.14 of a GPU) was busy at its limit 90 % of the time, so the measured activity is a "
+         "lower bound: the next larger compute is proposed")
+
+
+def test_the_pool_reason_gives_sharers_cards_and_the_measured_switching_loss(monkeypatch):
+    # A calibration where five heavy loops together did 0.4 of one alone: 60 % lost to switching.
+    monkeypatch.setattr(rules.calibration_file, "DEFAULT",
+                        dataclasses.replace(rules.calibration_file.DEFAULT, timeslice_heavy_total=0.4))
+    lost = "time-slicing (each of k sharers gets 1/k of the card, about 60 % lost to switching)"
+    l40s = dict(model="l40s", capacity_mib=46068.0)
+    # 2 x 9600 MiB (9.4 GiB) on one 46068 MiB L40S.
+    assert _choose(_features(replicas=2, **l40s), kind="notebook")["why"] == \
+        "2 sharers of 9.4 GiB each fit 1 l40s card; " + lost
+    # 33333 MiB + 20 % = 39999.6 MiB = 39.06 GiB; 5 of them need ceil(5 x 39999.6 / 46068) = 5 cards.
+    assert _choose(_features(replicas=5, memory_peak_mib=33333.0, **l40s), kind="notebook")["why"] == \
+        "5 sharers of 39.1 GiB each fit 5 l40s cards; " + lost
+    # An unknown card: each sharer's need is all that is known of a card.
+    assert _choose(_features(model=None, replicas=2), kind="notebook")["why"] == \
+        "2 sharers of 9.4 GiB each fit 2 GPU cards; " + lost
+
+
+def test_the_run_reason_counts_the_gpus():
+    tail = " per run, queued in the team's Kueue queue (borrows idle GPUs of the cohort)"
+    assert _choose(_features(), kind="batch")["why"] == "batch runs then releases: 1 whole GPU" + tail
+    assert _choose(_features(memory_peak_mib=200000.0), kind="training")["why"] == \
+        "training runs then releases: 2 whole GPUs" + tail
