@@ -251,3 +251,54 @@ def test_the_run_reason_counts_the_gpus():
     assert _choose(_features(), kind="batch")["why"] == "batch runs then releases: 1 whole GPU" + tail
     assert _choose(_features(memory_peak_mib=200000.0), kind="training")["why"] == \
         "training runs then releases: 2 whole GPUs" + tail
+
+
+# A calibration with round figures, so that the reasons below can be written out by hand.
+MEASURED = dataclasses.replace(rules.calibration_file.DEFAULT, source="a test card", mps_vs_timeslice=2.5,
+                               mps_equal_cap_vs_timeslice=1.75, mps_equal_cap_heavier_service=0.375,
+                               mps_unlimited_small_next_to_heavy=0.125)
+
+
+def _inference(card, need, replicas=1, neighbours=(), mig_nodes=()):
+    """Small co-located inference (0.05 of a GPU) on ``card``, as choose() would give the MPS rule."""
+    f = _features(model=card.key, capacity_mib=float(card.memory_mib), pooled=True, replicas=replicas)
+    return rules.Case(kind="serving", f=f, card=card, on_dra=False, need=need, compute=0.05,
+                      memory_gib=rules._gib_up(need), calibration=MEASURED, neighbours=neighbours, mig_nodes=mig_nodes)
+
+
+def test_mps_clients_follow_the_memory_and_replicas_fill_cards():
+    # 7980 MiB + 20 % = 9576 MiB: 46068 // 9576 = 4 clients per L40S (compute 0.05 would allow 20).
+    out = _choose(_features(model="l40s", capacity_mib=46068.0, pooled=True, compute=0.05, memory_peak_mib=7980.0))
+    assert (out["rule"], out["sharing"], out["replicas"], out["gpu_replicas"], out["pool_gpus"]) == \
+        ("mps-co-located", "mps", 1, 4, 1)
+    # 6 replicas of 4 clients a card: ceil(6 / 4) = 2 cards.
+    out = _choose(_features(model="l40s", capacity_mib=46068.0, pooled=True, compute=0.05, memory_peak_mib=7980.0,
+                            replicas=6))
+    assert (out["replicas"], out["gpu_replicas"], out["pool_gpus"]) == (6, 4, 2)
+
+
+def test_the_mps_reason_gives_clients_limits_and_the_measurements():
+    # 9576 MiB = 9.35 GiB; 4 clients of an L40S: 1/4, 25 % of the SMs, 46068 / 4 = 11517 MiB = 11.25 GiB.
+    assert rules._mps(_inference(L40S, 9576.0))["why"] == (
+        "co-located small inference (9.4 GiB, p95 0.05 of a card): MPS, 4 clients per l40s card, each limited to "
+        "1/4 (25 % of the SMs, 11.2 GiB), which holds its need; measured on a test card: small inference services "
+        "together served 2.50x the inferences of time-slicing under MPS (1.75x with equal limits); the limit follows "
+        "the need because an equal limit below it cut a heavier service to 0.375 of its throughput")
+    # A T4 (15360 MiB) for 4 clients of 3600 MiB: 15360 / 4 = 3840 MiB = 3.75 GiB a client.
+    assert "each limited to 1/4 (25 % of the SMs, 3.8 GiB)" in rules._mps(_inference(CATALOG["t4"], 3600.0))["why"]
+    # Light neighbours are named, the busiest first.
+    assert rules._mps(_inference(L40S, 9576.0, neighbours=(("chat", 0.3), ("ocr", 0.1))))["why"].endswith(
+        "; its neighbours are light (busiest chat, p95 0.30 of the card)")
+
+
+def test_the_mps_refusal_names_every_heavy_neighbour_and_every_mig_server():
+    heavy = _inference(L40S, 9576.0, neighbours=(("train", 0.9), ("tune", 0.6), ("chat", 0.3)))
+    assert heavy.mps_refusal() == (
+        "not MPS: it shared its card with train (p95 0.90 of the card), tune (p95 0.60 of the card); next to heavy "
+        "loops a light service kept 0.125 of its throughput under MPS without limits, and equal limits cut a heavier "
+        "service to 0.375 (measured on a test card)")
+    mig = _inference(L40S, 9576.0, mig_nodes=("h200-01", "h200-02"))
+    assert mig.mps_refusal() == (
+        "not MPS: the cluster has MIG slices (on h200-01, h200-02), and the device plugin does not start MPS under the "
+        "mixed MIG strategy they need")
+    assert _inference(L40S, 9576.0).mps_refusal() is None
