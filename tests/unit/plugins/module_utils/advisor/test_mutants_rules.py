@@ -302,3 +302,9 @@ def test_the_mps_refusal_names_every_heavy_neighbour_and_every_mig_server():
         "not MPS: the cluster has MIG slices (on h200-01, h200-02), and the device plugin does not start MPS under the "
         "mixed MIG strategy they need")
     assert _inference(L40S, 9576.0).mps_refusal() is None
+
+
+def test_a_reservation_is_at_least_its_share_of_the_card_and_at_least_that_flat():
+    # A 100000 MiB device: 60 % is 60000 MiB; 97 % of 60000 is 58200. Both met exactly: a reservation, no headroom.
+    out = _choose(_features(capacity_mib=100000.0, memory_peak_mib=60000.0, memory_p5_mib=58200.0))
+    assert out["reservation"] and out["memory_need_mib"] == 60000
