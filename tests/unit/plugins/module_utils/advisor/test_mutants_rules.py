@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import rules
@@ -308,3 +310,27 @@ def test_a_reservation_is_at_least_its_share_of_the_card_and_at_least_that_flat(
     # A 100000 MiB device: 60 % is 60000 MiB; 97 % of 60000 is 58200. Both met exactly: a reservation, no headroom.
     out = _choose(_features(capacity_mib=100000.0, memory_peak_mib=60000.0, memory_p5_mib=58200.0))
     assert out["reservation"] and out["memory_need_mib"] == 60000
+
+
+def _on_card(name, act, sharers=None):
+    """A service that saw one card (key ("n1", 0, None)) with that activity, and its own pods there per step."""
+    device = SimpleNamespace(act=np.array(act), sharers=None if sharers is None else np.array(sharers))
+    return SimpleNamespace(name=name, devices={("n1", 0, None): device})
+
+
+def test_neighbours_are_measured_while_the_service_was_there_busiest_first_then_by_name():
+    # The service's pods were on the card at steps 0-3 only; the others' p95 over those steps (numpy's linear
+    # percentile of 4 values: 0.2, 0.2, 0.2, 0.2 -> 0.2), not over steps 4-7 when it was gone (0.9).
+    me = _on_card("me", [0.1] * 8, sharers=[1, 1, 1, 1, 0, 0, 0, 0])
+    others = [_on_card(name, [p] * 4 + [0.9] * 4) for name, p in (("zeta", 0.2), ("beta", 0.6), ("alpha", 0.6))]
+    ctx = SimpleNamespace(settings=rules.Settings(), services={s.name: s for s in [me] + others})
+    assert rules.neighbours(ctx, me) == (("alpha", 0.6), ("beta", 0.6), ("zeta", 0.2))
+
+
+def test_a_server_counts_as_mig_when_a_gpu_or_one_of_its_windows_is_in_mode_mig():
+    def gpu(mode, *windows):
+        return SimpleNamespace(mode=mode, windows=[SimpleNamespace(mode=w) for w in windows])
+    nodes = [SimpleNamespace(name="own", gpus=[gpu("whole"), gpu("mig")]),
+             SimpleNamespace(name="by-night", gpus=[gpu("timeslice", "mig")]),
+             SimpleNamespace(name="never", gpus=[gpu("timeslice", "whole"), gpu("whole")])]
+    assert rules._mig_nodes(SimpleNamespace(inventory=SimpleNamespace(nodes=nodes))) == ("own", "by-night")
