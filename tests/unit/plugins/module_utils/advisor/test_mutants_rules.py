@@ -334,3 +334,35 @@ def test_a_server_counts_as_mig_when_a_gpu_or_one_of_its_windows_is_in_mode_mig(
              SimpleNamespace(name="by-night", gpus=[gpu("timeslice", "mig")]),
              SimpleNamespace(name="never", gpus=[gpu("timeslice", "whole"), gpu("whole")])]
     assert rules._mig_nodes(SimpleNamespace(inventory=SimpleNamespace(nodes=nodes))) == ("own", "by-night")
+
+
+def test_a_compute_need_within_the_tolerance_of_a_slice_fits_it():
+    # 1/7 of a GPU plus the 1e-9 that choose_profile forgives (floating-point noise): still one compute slice.
+    assert rules.choose_profile(H200, 10000, 1 / 7 + 1e-9).name == "1g.18gb"
+
+
+def test_a_choice_without_its_own_gpus_or_profile_says_one_gpu_and_no_profile():
+    # A MIG slice, a pool and a DRA request are on one GPU per replica; none but the slice has a profile.
+    for out in (_choose(_features()), _choose(_features(replicas=4), kind="notebook"), _choose(_features(), dra=True)):
+        assert out["gpus"] == 1, out
+    for out in (_choose(_features(compute=0.95)), _choose(_features(), dra=True)):
+        assert "mig_profile" in out and out["mig_profile"] is None, out
+
+
+def test_the_rules_read_the_advisors_settings():
+    # A pooled small service on an H200: 1g.18gb (16384 MiB) holds its 9600 MiB. By default MIG is kept unless the
+    # slice wastes 4x the need (38400 MiB); with mps_mig_waste 1.0 the slice wastes enough and MPS is proposed.
+    pooled = _features(pooled=True)
+    assert _choose(pooled)["rule"] == "mig-fits"
+    assert _choose(pooled, settings=rules.Settings(mps_mig_waste=1.0))["rule"] == "mps-co-located"
+
+
+def test_a_refused_mps_keeps_the_reason_of_the_rule_that_decided():
+    # An MPS candidate on an L40S while the cluster has MIG on h200-01: a whole card (no-mig-card), and the refusal.
+    mig_gpu = SimpleNamespace(mode="mig", windows=[])
+    inventory = SimpleNamespace(nodes=[SimpleNamespace(name="h200-01", gpus=[mig_gpu])])
+    out = _choose(_features(model="l40s", capacity_mib=46068.0, pooled=True), inventory=inventory)
+    refusal = ("not MPS: the cluster has MIG slices (on h200-01), and the device plugin does not start MPS under the "
+               "mixed MIG strategy they need")
+    assert (out["rule"], out["mps_refused"], out["why"]) == \
+        ("no-mig-card", refusal, "l40s has no MIG: a whole card; " + refusal)
