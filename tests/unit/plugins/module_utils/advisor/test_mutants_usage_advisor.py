@@ -64,3 +64,42 @@ def test_the_advice_says_what_it_read_and_with_which_settings():
     # Each service under the team of the inventory's workload of that name (workloads.yml).
     teams = {w["name"]: w["team"] for w in example_inventory()["gpushare_workloads"]}
     assert {s["name"]: s["team"] for s in advice["services"]} == teams
+
+
+def _advice(usage, inventory=None):
+    return ua.advise(usage, inventory or example_inventory(), check=False)
+
+
+def test_a_node_with_gaps_is_reported_with_its_share_missing():
+    # gpu01 reports nothing strictly between day 3 and day 8 of 28: 5 x 288 - 1 = 1439 of 8064 grid points,
+    # 0.1784 (18 %), more than max_gap (10 %).
+    advice = _advice(usage_synth.example_day(gap_node="gpu01"))
+    assert advice["gaps"] == {"gpu01": 0.178}
+    assert {s["reason"] for s in advice["services"]} == {"samples missing on gpu01 (18 %); the advisor allows 10 %"}
+
+
+def test_each_service_carries_the_inventorys_entry_and_its_halves():
+    speech = _speech(_advice(usage_synth.example_day(change_after_day=14)))
+    # As in workloads.yml (replicas 1 and gpus 1 where it says none); speech-to-text's halves, kind and status first, no empty field.
+    assert speech["status"] == "unstable"
+    assert all(h.split()[:3] == ["serving", "ok", "mig"] and "None" not in h for h in speech["halves"]), speech["halves"]
+    declared = {s["name"]: s["declared"] for s in _advice(usage_synth.example_day(days=14))["services"]}
+    assert declared["notebooks"] == {"kind": "notebook", "sharing": "timeslice", "replicas": 5, "gpus": 1}
+    assert declared["fine-tune"] == {"kind": "training", "sharing": "whole", "replicas": 1, "gpus": 2, "memory_gib": 240}
+
+
+def test_a_service_in_another_teams_namespace_is_noted_and_one_in_no_teams_is_reported():
+    inventory = example_inventory()
+    for w in inventory["gpushare_workloads"]:
+        if w["name"] == "vllm-chat":
+            w["team"] = "data-science"       # its pods run in prod-serving, production's namespace
+    assert _advice(usage_synth.example_day(days=14), inventory)["notes"] == \
+        ["service vllm-chat runs in namespace prod-serving (team production) but the inventory gives it to team "
+         "data-science"]
+    usage = usage_synth.example_day(days=14)
+    for s in usage.series:
+        if s.namespace == "training":
+            s.namespace = "somebody-else"
+    stray = [s for s in _advice(usage)["services"] if s["namespace"] == "somebody-else"]
+    assert stray and {(s["status"], s["reason"]) for s in stray} == \
+        {("unknown_namespace", "namespace somebody-else belongs to no team of gpushare_teams")}
