@@ -103,3 +103,10 @@ def test_a_service_in_another_teams_namespace_is_noted_and_one_in_no_teams_is_re
     stray = [s for s in _advice(usage)["services"] if s["namespace"] == "somebody-else"]
     assert stray and {(s["status"], s["reason"]) for s in stray} == \
         {("unknown_namespace", "namespace somebody-else belongs to no team of gpushare_teams")}
+
+
+def test_a_row_of_pods_that_match_no_workload_names_their_namespace():
+    # real_cluster_day's JupyterHub runs its users' pods in data-science, under no workload's name.
+    usage, _truth = usage_synth.real_cluster_day()
+    rows = {u["name"]: u for u in _advice(usage)["unmatched"]}
+    assert rows["jupyter"]["namespace"] == "data-science"
