@@ -1,9 +1,11 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""GPUs a team uses at once, worked out by hand for four samples (proposal._team_in_use: a
-device is in use at a step when it reports memory or activity there, counted once however
-many of the team's pods report it, at its share of the placement grid). Kills proposal.py
-mutants that survived `make mutation` (docs/testing.md, "Mutation testing")."""
+"""The proposal's arithmetic worked out by hand: GPUs a team uses at once for four samples
+(proposal._team_in_use: a device is in use at a step when it reports memory or activity
+there, counted once however many of the team's pods report it, at its share of the placement
+grid), the example day's teams, idle runs on a circular day, cards per replica, a DRA entry.
+Kills proposal.py mutants that survived `make mutation` (docs/testing.md, "Mutation
+testing")."""
 
 from __future__ import annotations
 
