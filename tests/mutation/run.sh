@@ -38,14 +38,18 @@ declare -A TESTS=(
         $M/planners/test_mutants_kueue.py"
     [renderers/kueue_config]="$M/renderers/test_kueue_config.py $M/planners/test_kueue_quotas.py
         $M/renderers/test_mutants_kueue_config.py"
-    [advisor/rules]="$M/advisor/test_advisor_rules.py $M/advisor/test_usage_advisor.py $M/advisor/test_mutants_rules.py"
+    [advisor/rules]="$M/advisor/test_advisor_rules.py $M/advisor/test_usage_advisor.py $M/advisor/test_mutants_rules.py
+        $M/advisor/test_advisor_mps.py $M/advisor/test_advisor_pooling.py $M/advisor/test_advisor_identity.py
+        $M/advisor/test_advisor_repair.py"
     [planners/plan]="$M/planners/test_plan.py $M/planners/test_sharing_windows.py $M/planners/test_mps.py
         $M/planners/test_changes.py $M/planners/test_kueue_quotas.py $M/planners/test_mutants_plan.py"
     [planners/mig_planner]="$M/planners/test_mig_planner.py $M/planners/test_mig_strategy.py"
     [advisor/proposal]="$M/advisor/test_advisor_rules.py $M/advisor/test_usage_advisor.py $M/advisor/test_advisor_pooling.py
-        $M/advisor/test_mutants_proposal.py"
+        $M/advisor/test_mutants_proposal.py $M/advisor/test_advisor_mps.py $M/advisor/test_advisor_identity.py
+        $M/advisor/test_advisor_repair.py"
     [advisor/usage_advisor]="$M/advisor/test_usage_advisor.py $M/advisor/test_advisor_rules.py
-        $M/advisor/test_advisor_identity.py"
+        $M/advisor/test_advisor_identity.py $M/advisor/test_advisor_mps.py $M/advisor/test_advisor_pooling.py
+        $M/advisor/test_advisor_repair.py $M/advisor/test_mutants_usage_advisor.py"
 )
 
 run_module() {

@@ -253,9 +253,11 @@ def _mps(c: Case) -> dict:
 
 
 def _runs_whole(c: Case) -> dict:
-    per_gpu = c.card.memory_mib if c.card else c.need
     gpus = c.whole_gpus()
-    return dict(sharing=WHOLE, gpus=gpus, memory_gib=min(c.memory_gib, int(gpus * per_gpu / 1024)) or c.memory_gib,
+    # No more memory than the cards have; on a card the catalogue does not know, the need as it is
+    # (its size is unknown, and the need floored to whole GiB would ask for less than it needs).
+    held_gib = int(gpus * c.card.memory_mib / MIB_PER_GIB) if c.card else c.memory_gib
+    return dict(sharing=WHOLE, gpus=gpus, memory_gib=min(c.memory_gib, held_gib) or c.memory_gib,
                 why="%s runs then releases: %d whole GPU%s per run, queued in the team's Kueue queue "
                     "(borrows idle GPUs of the cohort)" % (c.kind, gpus, "" if gpus == 1 else "s"))
 

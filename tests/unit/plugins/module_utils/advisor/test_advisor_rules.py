@@ -134,10 +134,12 @@ def _features(**kw):
     return base
 
 
-def _choose(f, kind="serving", dra=False):
+def _choose(f, kind="serving", dra=False, **context):
+    """choose() for one service on GPU 0 of server n1; ``context``: other fields of the advisor's
+    context (settings, inventory)."""
     device = SimpleNamespace(key=("n1", 0, None), profile=None, capacity_mib=f["capacity_mib"])
     svc = SimpleNamespace(name="svc", devices={("n1", 0, None): device})
-    ctx = SimpleNamespace(settings=ua.Settings(), dra_nodes={"n1"} if dra else set())
+    ctx = SimpleNamespace(**{"settings": ua.Settings(), "dra_nodes": {"n1"} if dra else set(), **context})
     return rules.choose(ctx, svc, f, kind)
 
 

@@ -10,8 +10,11 @@ rules.py that survived `make mutation` (docs/testing.md, "Mutation testing")."""
 
 from __future__ import annotations
 
+import dataclasses
 import math
+from types import SimpleNamespace
 
+import numpy as np
 import pytest
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import rules
@@ -141,3 +144,225 @@ def test_thresholds_are_at_least():
     assert rules.detect_kind(notebook)[0] == "notebook"
     # At its limit exactly 5 % of the time (saturated_share: "at least"): the next larger compute.
     assert _choose(_features(saturated_share=0.05, saturated_fraction=1 / 7))["mig_profile"] == "2g.35gb"
+
+
+def test_a_pod_without_memory_on_an_unknown_card_keeps_its_one_gpu():
+    # No memory used and a card the catalogue does not know: nothing to divide by, the GPU the pod held.
+    out = _choose(_features(model=None, memory_peak_mib=0.0, memory_p5_mib=0.0))
+    assert (out["rule"], out["gpus"]) == ("whole-default", 1)
+
+
+def test_a_run_on_one_card_asks_for_its_need_rounded_up():
+    # 8000 MiB + 20 % = 9600 MiB -> 9.5 GiB on one H200 (140 GiB): 9.5, not the need floored to 9.
+    out = _choose(_features(), kind="batch")
+    assert (out["gpus"], out["memory_gib"]) == (1, 9.5)
+    # On a card the catalogue does not know, the same: its size is unknown, so nothing caps the need.
+    out = _choose(_features(model=None), kind="batch")
+    assert (out["gpus"], out["memory_gib"]) == (1, 9.5)
+
+
+def test_three_cards_hold_what_three_cards_have():
+    # 359000 MiB + 20 % = 430800 MiB: ceil(430800 / 143771) = 3 H200; 430800 / 512 = 841.4 -> 842 half GiB
+    # = 421 GiB, and 3 x 143771 MiB = 431313 MiB = 421.2 GiB hold it, so 421 (not 420).
+    out = _choose(_features(memory_peak_mib=359000.0, memory_p5_mib=2000.0), kind="training")
+    assert (out["gpus"], out["memory_gib"]) == (3, 421)
+
+
+# One service per rule whose choice a person reads the reason of (the rule table of test_advisor_rules).
+EVERY_RULE = [
+    (_features(), "serving", False),                                        # mig-fits
+    (_features(compute=0.95), "serving", False),                            # no-slice-fits
+    (_features(), "serving", True),                                         # dra-server
+    (_features(model="l40s", capacity_mib=46068.0), "serving", False),      # no-mig-card
+    (_features(gpus_per_replica=2), "serving", False),                      # whole-default
+    (_features(replicas=4), "notebook", False),                             # notebook-pool
+    (_features(), "training", False),                                       # runs-whole
+]
+
+
+@pytest.mark.parametrize("features, kind, dra", EVERY_RULE)
+def test_every_choice_says_why(features, kind, dra):
+    why = _choose(features, kind, dra)["why"]
+    assert isinstance(why, str) and why
+
+
+def test_the_halves_of_the_window_differ_when_a_field_the_cluster_reads_differs():
+    """signature() is what _check_stability compares between the two halves of the window: two
+    choices that differ in the sharing, the GPUs per replica or the cards of a pool must differ there."""
+    def differ(a, b):
+        return rules.signature(a) != rules.signature(b)
+    # The sharing alone: a whole card, or a DRA request (neither has a profile, a pool, or other GPUs).
+    assert differ(_choose(_features(compute=0.95)), _choose(_features(compute=0.95), dra=True))
+    # The GPUs alone: a run on 1 H200 (9600 MiB) or on 2 (240000 MiB).
+    assert differ(_choose(_features(), kind="training"),
+                  _choose(_features(memory_peak_mib=200000.0), kind="training"))
+    # The cards of the pool alone: 2 notebooks of 9600 MiB on one L40S, or 5 on 2.
+    l40s = dict(model="l40s", capacity_mib=46068.0)
+    assert differ(_choose(_features(replicas=2, **l40s), kind="notebook"),
+                  _choose(_features(replicas=5, **l40s), kind="notebook"))
+    # The same choice twice does not differ.
+    assert not differ(_choose(_features()), _choose(_features()))
+
+
+# The reasons a person reads, with their figures worked out by hand (each figure chosen so that a
+# factor off by one, 101 for 100 or 1025 for 1024, changes the printed digits).
+
+def test_the_kind_reasons_give_the_measured_shares():
+    notebook = _features(presence=0.5, idle_share=0.6, idle_memory_mib=100000.0, active_share=0.02, day_concentration=0.9)
+    # 100000 MiB / 1024 = 97.66 GiB.
+    assert rules.detect_kind(notebook) == \
+        ("notebook", "idle 60 % of its time holding 97.7 GiB, 90 % of its activity within 08:00-20:00")
+    assert rules.detect_kind(_features(presence=0.95, idle_share=0.1, active_share=0.8)) == \
+        ("serving", "always up (95 % of the time), active 80 % of it")
+    batch = _features(presence=0.6, idle_share=0.1, runs=4, median_run_hours=1.5, active_share=0.7)
+    assert rules.detect_kind(batch) == \
+        ("batch", "up 60 % of the time in 4 runs (median 1.5 h), active 70 % while up: runs, then releases the GPU")
+
+
+def test_the_slice_reason_gives_its_size_and_the_need():
+    # 50000 MiB + 20 % = 60000 MiB = 58.59 GiB and 0.4 of a GPU: 3g.71gb, 71168 MiB = 69.5 GiB, 3 of 7 compute slices.
+    assert _choose(_features(memory_peak_mib=50000.0, compute=0.4))["why"] == \
+        "3g.71gb holds 69.5 GiB (needs 58.6) and 3/7 of the compute (needs 0.40 of a GPU)"
+
+
+def test_the_saturation_note_gives_the_slice_and_the_time_at_its_limit():
+    assert _choose(_features(saturated_share=0.9, saturated_fraction=1 / 7))["compute_note"] == \
+        ("its MIG slice (0.14 of a GPU) was busy at its limit 90 % of the time, so the measured activity is a "
+         "lower bound: the next larger compute is proposed")
+
+
+def test_the_pool_reason_gives_sharers_cards_and_the_measured_switching_loss(monkeypatch):
+    # A calibration where five heavy loops together did 0.4 of one alone: 60 % lost to switching.
+    monkeypatch.setattr(rules.calibration_file, "DEFAULT",
+                        dataclasses.replace(rules.calibration_file.DEFAULT, timeslice_heavy_total=0.4))
+    lost = "time-slicing (each of k sharers gets 1/k of the card, about 60 % lost to switching)"
+    l40s = dict(model="l40s", capacity_mib=46068.0)
+    # 2 x 9600 MiB (9.4 GiB) on one 46068 MiB L40S.
+    assert _choose(_features(replicas=2, **l40s), kind="notebook")["why"] == \
+        "2 sharers of 9.4 GiB each fit 1 l40s card; " + lost
+    # 33333 MiB + 20 % = 39999.6 MiB = 39.06 GiB; 5 of them need ceil(5 x 39999.6 / 46068) = 5 cards.
+    assert _choose(_features(replicas=5, memory_peak_mib=33333.0, **l40s), kind="notebook")["why"] == \
+        "5 sharers of 39.1 GiB each fit 5 l40s cards; " + lost
+    # An unknown card: each sharer's need is all that is known of a card.
+    assert _choose(_features(model=None, replicas=2), kind="notebook")["why"] == \
+        "2 sharers of 9.4 GiB each fit 2 GPU cards; " + lost
+
+
+def test_the_run_reason_counts_the_gpus():
+    tail = " per run, queued in the team's Kueue queue (borrows idle GPUs of the cohort)"
+    assert _choose(_features(), kind="batch")["why"] == "batch runs then releases: 1 whole GPU" + tail
+    assert _choose(_features(memory_peak_mib=200000.0), kind="training")["why"] == \
+        "training runs then releases: 2 whole GPUs" + tail
+
+
+# A calibration with round figures, so that the reasons below can be written out by hand.
+MEASURED = dataclasses.replace(rules.calibration_file.DEFAULT, source="a test card", mps_vs_timeslice=2.5,
+                               mps_equal_cap_vs_timeslice=1.75, mps_equal_cap_heavier_service=0.375,
+                               mps_unlimited_small_next_to_heavy=0.125)
+
+
+def _inference(card, need, replicas=1, neighbours=(), mig_nodes=()):
+    """Small co-located inference (0.05 of a GPU) on ``card``, as choose() would give the MPS rule."""
+    f = _features(model=card.key, capacity_mib=float(card.memory_mib), pooled=True, replicas=replicas)
+    return rules.Case(kind="serving", f=f, card=card, on_dra=False, need=need, compute=0.05,
+                      memory_gib=rules._gib_up(need), calibration=MEASURED, neighbours=neighbours, mig_nodes=mig_nodes)
+
+
+def test_mps_clients_follow_the_memory_and_replicas_fill_cards():
+    # 7980 MiB + 20 % = 9576 MiB: 46068 // 9576 = 4 clients per L40S (compute 0.05 would allow 20).
+    out = _choose(_features(model="l40s", capacity_mib=46068.0, pooled=True, compute=0.05, memory_peak_mib=7980.0))
+    assert (out["rule"], out["sharing"], out["replicas"], out["gpu_replicas"], out["pool_gpus"]) == \
+        ("mps-co-located", "mps", 1, 4, 1)
+    # 6 replicas of 4 clients a card: ceil(6 / 4) = 2 cards.
+    out = _choose(_features(model="l40s", capacity_mib=46068.0, pooled=True, compute=0.05, memory_peak_mib=7980.0,
+                            replicas=6))
+    assert (out["replicas"], out["gpu_replicas"], out["pool_gpus"]) == (6, 4, 2)
+
+
+def test_the_mps_reason_gives_clients_limits_and_the_measurements():
+    # 9576 MiB = 9.35 GiB; 4 clients of an L40S: 1/4, 25 % of the SMs, 46068 / 4 = 11517 MiB = 11.25 GiB.
+    assert rules._mps(_inference(L40S, 9576.0))["why"] == (
+        "co-located small inference (9.4 GiB, p95 0.05 of a card): MPS, 4 clients per l40s card, each limited to "
+        "1/4 (25 % of the SMs, 11.2 GiB), which holds its need; measured on a test card: small inference services "
+        "together served 2.50x the inferences of time-slicing under MPS (1.75x with equal limits); the limit follows "
+        "the need because an equal limit below it cut a heavier service to 0.375 of its throughput")
+    # A T4 (15360 MiB) for 4 clients of 3600 MiB: 15360 / 4 = 3840 MiB = 3.75 GiB a client.
+    assert "each limited to 1/4 (25 % of the SMs, 3.8 GiB)" in rules._mps(_inference(CATALOG["t4"], 3600.0))["why"]
+    # Light neighbours are named, the busiest first.
+    assert rules._mps(_inference(L40S, 9576.0, neighbours=(("chat", 0.3), ("ocr", 0.1))))["why"].endswith(
+        "; its neighbours are light (busiest chat, p95 0.30 of the card)")
+
+
+def test_the_mps_refusal_names_every_heavy_neighbour_and_every_mig_server():
+    heavy = _inference(L40S, 9576.0, neighbours=(("train", 0.9), ("tune", 0.6), ("chat", 0.3)))
+    assert heavy.mps_refusal() == (
+        "not MPS: it shared its card with train (p95 0.90 of the card), tune (p95 0.60 of the card); next to heavy "
+        "loops a light service kept 0.125 of its throughput under MPS without limits, and equal limits cut a heavier "
+        "service to 0.375 (measured on a test card)")
+    mig = _inference(L40S, 9576.0, mig_nodes=("h200-01", "h200-02"))
+    assert mig.mps_refusal() == (
+        "not MPS: the cluster has MIG slices (on h200-01, h200-02), and the device plugin does not start MPS under the "
+        "mixed MIG strategy they need")
+    assert _inference(L40S, 9576.0).mps_refusal() is None
+
+
+def test_a_reservation_is_at_least_its_share_of_the_card_and_at_least_that_flat():
+    # A 100000 MiB device: 60 % is 60000 MiB; 97 % of 60000 is 58200. Both met exactly: a reservation, no headroom.
+    out = _choose(_features(capacity_mib=100000.0, memory_peak_mib=60000.0, memory_p5_mib=58200.0))
+    assert out["reservation"] and out["memory_need_mib"] == 60000
+
+
+def _on_card(name, act, sharers=None):
+    """A service that saw one card (key ("n1", 0, None)) with that activity, and its own pods there per step."""
+    device = SimpleNamespace(act=np.array(act), sharers=None if sharers is None else np.array(sharers))
+    return SimpleNamespace(name=name, devices={("n1", 0, None): device})
+
+
+def test_neighbours_are_measured_while_the_service_was_there_busiest_first_then_by_name():
+    # The service's pods were on the card at steps 0-3 only; the others' p95 over those steps (numpy's linear
+    # percentile of 4 values: 0.2, 0.2, 0.2, 0.2 -> 0.2), not over steps 4-7 when it was gone (0.9).
+    me = _on_card("me", [0.1] * 8, sharers=[1, 1, 1, 1, 0, 0, 0, 0])
+    others = [_on_card(name, [p] * 4 + [0.9] * 4) for name, p in (("zeta", 0.2), ("beta", 0.6), ("alpha", 0.6))]
+    ctx = SimpleNamespace(settings=rules.Settings(), services={s.name: s for s in [me] + others})
+    assert rules.neighbours(ctx, me) == (("alpha", 0.6), ("beta", 0.6), ("zeta", 0.2))
+
+
+def test_a_server_counts_as_mig_when_a_gpu_or_one_of_its_windows_is_in_mode_mig():
+    def gpu(mode, *windows):
+        return SimpleNamespace(mode=mode, windows=[SimpleNamespace(mode=w) for w in windows])
+    nodes = [SimpleNamespace(name="own", gpus=[gpu("whole"), gpu("mig")]),
+             SimpleNamespace(name="by-night", gpus=[gpu("timeslice", "mig")]),
+             SimpleNamespace(name="never", gpus=[gpu("timeslice", "whole"), gpu("whole")])]
+    assert rules._mig_nodes(SimpleNamespace(inventory=SimpleNamespace(nodes=nodes))) == ("own", "by-night")
+
+
+def test_a_compute_need_within_the_tolerance_of_a_slice_fits_it():
+    # 1/7 of a GPU plus the 1e-9 that choose_profile forgives (floating-point noise): still one compute slice.
+    assert rules.choose_profile(H200, 10000, 1 / 7 + 1e-9).name == "1g.18gb"
+
+
+def test_a_choice_without_its_own_gpus_or_profile_says_one_gpu_and_no_profile():
+    # A MIG slice, a pool and a DRA request are on one GPU per replica; none but the slice has a profile.
+    for out in (_choose(_features()), _choose(_features(replicas=4), kind="notebook"), _choose(_features(), dra=True)):
+        assert out["gpus"] == 1, out
+    for out in (_choose(_features(compute=0.95)), _choose(_features(), dra=True)):
+        assert "mig_profile" in out and out["mig_profile"] is None, out
+
+
+def test_the_rules_read_the_advisors_settings():
+    # A pooled small service on an H200: 1g.18gb (16384 MiB) holds its 9600 MiB. By default MIG is kept unless the
+    # slice wastes 4x the need (38400 MiB); with mps_mig_waste 1.0 the slice wastes enough and MPS is proposed.
+    pooled = _features(pooled=True)
+    assert _choose(pooled)["rule"] == "mig-fits"
+    assert _choose(pooled, settings=rules.Settings(mps_mig_waste=1.0))["rule"] == "mps-co-located"
+
+
+def test_a_refused_mps_keeps_the_reason_of_the_rule_that_decided():
+    # An MPS candidate on an L40S while the cluster has MIG on h200-01: a whole card (no-mig-card), and the refusal.
+    mig_gpu = SimpleNamespace(mode="mig", windows=[])
+    inventory = SimpleNamespace(nodes=[SimpleNamespace(name="h200-01", gpus=[mig_gpu])])
+    out = _choose(_features(model="l40s", capacity_mib=46068.0, pooled=True), inventory=inventory)
+    refusal = ("not MPS: the cluster has MIG slices (on h200-01), and the device plugin does not start MPS under the "
+               "mixed MIG strategy they need")
+    assert (out["rule"], out["mps_refused"], out["why"]) == \
+        ("no-mig-card", refusal, "l40s has no MIG: a whole card; " + refusal)
