@@ -175,3 +175,19 @@ def test_the_manager_configuration_is_kueues_v1beta2_configuration():
     config = _plan()["configuration"]
     assert (config["apiVersion"], config["kind"]) == ("config.kueue.x-k8s.io/v1beta2", "Configuration")
     assert {"batch/job", "pod", "kubeflow.org/pytorchjob"} <= set(config["integrations"]["frameworks"])
+
+
+def test_kueue_holds_the_workloads_without_a_queue_in_the_teams_namespaces_only():
+    # Kueue's configuration docs: manageJobsWithoutQueueName takes every job without a queue label,
+    # managedJobsNamespaceSelector limits that to the namespaces it matches (here the six namespaces
+    # of the three teams, written out by hand, sorted; kube-system and the operators' stay out).
+    config = _plan()["configuration"]
+    assert config["manageJobsWithoutQueueName"] is True
+    assert config["managedJobsNamespaceSelector"] == {"matchExpressions": [{
+        "key": "kubernetes.io/metadata.name", "operator": "In",
+        "values": ["interns-a", "interns-b", "prod-a", "prod-b", "research-a", "research-b"]}]}
+
+
+def test_without_team_namespaces_kueue_leaves_jobs_without_a_queue_alone():
+    config = plan_kueue((), POLICY, CAPACITIES, {}, LABELS, False)["configuration"]
+    assert "manageJobsWithoutQueueName" not in config and "managedJobsNamespaceSelector" not in config
