@@ -7,12 +7,14 @@ testing")."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import load_inventory
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import plan
-from inventories import load_example
+from inventories import ROOT, load_dir, load_example
 
 
 def test_unowned_whole_gpus_go_one_at_a_time_to_the_team_shortest_of_gpus():
@@ -55,3 +57,103 @@ def test_an_auto_gpu_never_gets_the_full_instance_a_neighbour_time_slices():
     # The same pin with a whole neighbour: the auto GPU is cut into the one 7g.141gb instance.
     planned = plan.build_plan(_pinned_to_the_whole_card("whole"))
     assert next(g for g in planned["nodes"][0]["gpus"] if g["index"] == 1)["mig"]["profiles"] == {"7g.141gb": 1}
+
+
+# --------------------------------------------------------------------------- the plan's keys
+
+# Written out from docs/plan-format.md (the format roles, renderers and the plan module read),
+# not from plan.py: a renamed key is a plan no consumer can read.
+TOP = {"format", "cluster", "teams", "nodes", "workloads", "kueue", "dra", "windows", "admission", "warnings",
+       "mig_solve"}
+CLUSTER = {"name", "kubernetes_distribution", "cohort", "mig_leftover", "cpu_memory_quota", "allow_disruption",
+           "timezone"}
+NODE = {"name", "model", "product", "gpu_count", "host_driver", "dra", "cpus", "memory_gib", "labels", "gpus",
+        "mig_config", "device_plugin_config", "sharing", "advertised"}
+GPU = {"index", "declared_mode", "mode", "team", "mig"}
+WINDOW = {"name", "from", "until", "gpus", "nodes", "kueue", "mig_solve"}
+
+
+def test_the_plan_has_the_keys_of_docs_plan_format():
+    planned = plan.build_plan(load_example("four-gpu-server"))
+    doc = (ROOT / "docs" / "plan-format.md").read_text()
+    for key in TOP | CLUSTER | NODE | GPU | WINDOW | {"claim_templates", "realised_as", "replicas", "resource"}:
+        assert "`%s`" % key in doc or "`%s[]`" % key in doc, key   # the lists above are the document's
+    assert set(planned) == TOP
+    assert set(planned["cluster"]) == CLUSTER
+    assert set(planned["dra"]) == {"claim_templates", "nodes"}
+    node = planned["nodes"][0]
+    assert set(node) == NODE
+    whole, cut, time_sliced = (next(g for g in node["gpus"] if g["index"] == i) for i in (0, 1, 2))
+    assert set(whole) == GPU | {"resource"} and set(cut) == GPU
+    assert set(time_sliced) == GPU | {"replicas", "resource", "realised_as"}
+    (night,) = planned["windows"]
+    assert set(night) == WINDOW
+    # gpus[]: node, index, mode, team; the window lends GPU 2 whole and names no team: the GPU's own.
+    assert night["gpus"] == [{"node": "gpu01", "index": 2, "mode": "whole", "team": "data-science"}]
+    # kueue.objects: ResourceFlavors, Cohort and ClusterQueues as they are inside the window.
+    assert {o["kind"] for o in night["kueue"]["objects"]} == {"ResourceFlavor", "Cohort", "ClusterQueue"}
+    # Config names of the window's nodes are suffixed -<window>.
+    assert night["nodes"][0]["device_plugin_config"]["name"] == "gpushare-gpu01-night"
+    assert planned["nodes"][0]["device_plugin_config"]["name"] == "gpushare-gpu01"
+
+
+def test_a_time_sliced_card_beside_mig_cards_is_one_full_instance():
+    planned = plan.build_plan(load_example("four-gpu-server"))
+    time_sliced = next(g for g in planned["nodes"][0]["gpus"] if g["index"] == 2)
+    # MIG User Guide, H200: 7g.141gb is placed at memory slice 0 and spans all 8; its memory is
+    # mig-parted#120's 139.75 GiB = 139.75 x 1024 = 143104 MiB (docs/gpu-facts.md). No service owns it.
+    assert time_sliced["mig"]["slices"] == [{"profile": "7g.141gb", "start": 0, "size": 8, "memory_mib": 143104,
+                                             "team": "data-science", "workload": None, "replica": None}]
+    assert time_sliced["realised_as"] == "mig-full-instance"
+    # An L40S has no MIG: its time-sliced cards are the full GPU (mixed-fleet's l40s-01).
+    fleet = plan.build_plan(load_example("mixed-fleet"))
+    l40s = next(n for n in fleet["nodes"] if n["model"] == "l40s")
+    assert {g["realised_as"] for g in l40s["gpus"]} == {"full-gpu"}
+
+
+def test_each_mps_client_gets_a_whole_number_share():
+    variables = load_dir(ROOT / "tests" / "twin" / "inventory-mps")
+    for g in variables["gpushare_nodes"]["mps-l40s-01"]["gpus"]:
+        g["replicas"] = 7
+    gpu = plan.build_plan(variables)["nodes"][0]["gpus"][0]
+    # 100 % / 7 = 14 rounded down; the L40S's 46068 MiB / 7 = 6581 rounded down (7 x 6581 = 46067).
+    assert gpu["per_client"] == {"compute_percent": 14, "memory_mib": 6581}
+
+
+# --------------------------------------------------------------------------- windows
+
+def test_a_window_time_slices_a_whole_gpu_for_another_team_with_its_replicas():
+    variables = load_example("four-gpu-server")
+    gpu3 = variables["gpushare_nodes"]["gpu01"]["gpus"][3]
+    gpu3["schedule"] = [{"name": "night", "from": "19:00", "until": "07:00", "mode": "timeslice",
+                         "team": "data-science", "replicas": 3}]
+    (night,) = plan.build_plan(variables)["windows"]
+    inside = next(g for g in night["nodes"][0]["gpus"] if g["index"] == 3)
+    assert (inside["mode"], inside["team"], inside["replicas"]) == ("timeslice", "data-science", 3)
+
+
+def test_a_window_keeps_the_mig_layout_the_base_state_kept_from_the_previous_plan():
+    # The previous plan cut GPU 1 as the example's commented-out fixed layout; re-planned stable
+    # with GPU 1 auto, the base keeps that cut, and so must the night window, which does not name
+    # GPU 1 (docs/sharing-windows.md: a window switch never re-partitions a GPU whose services keep
+    # running), although planned afresh the GPU would be cut differently.
+    previous = load_example("four-gpu-server")
+    previous["gpushare_nodes"]["gpu01"]["gpus"][1]["mig_layout"] = {"3g.71gb": 1, "2g.35gb": 1, "1g.18gb": 2}
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"]["gpu01"]["gpus"][1] = {"index": 1, "mode": "auto"}
+    planned, _ = plan.plan_and_changes(variables, json.dumps(plan.build_plan(previous)))
+    kept = {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}
+    assert planned["nodes"][0]["gpus"][1]["mig"]["profiles"] == kept
+    assert planned["windows"][0]["nodes"][0]["gpus"][1]["mig"]["profiles"] == kept
+    assert plan.build_plan(variables)["nodes"][0]["gpus"][1]["mig"]["profiles"] != kept
+
+
+def test_a_new_server_is_planned_as_not_in_mig_mode_when_re_planning_stable():
+    previous = plan.build_plan(load_example("four-gpu-server"))
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"]["gpu02"] = {"gpu_model": "h200", "gpu_count": 1, "cpus": 192, "memory_gib": 2048,
+                                            "gpus": [{"index": 0, "mode": "mig", "team": "training",
+                                                      "mig_layout": {"7g.141gb": 1}}]}
+    planned, _ = plan.plan_and_changes(variables, json.dumps(previous))
+    new = next(n for n in planned["nodes"] if n["name"] == "gpu02")
+    assert new["gpus"][0]["mig"]["profiles"] == {"7g.141gb": 1}
