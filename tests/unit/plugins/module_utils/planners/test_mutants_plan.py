@@ -157,3 +157,72 @@ def test_a_new_server_is_planned_as_not_in_mig_mode_when_re_planning_stable():
     planned, _ = plan.plan_and_changes(variables, json.dumps(previous))
     new = next(n for n in planned["nodes"] if n["name"] == "gpu02")
     assert new["gpus"][0]["mig"]["profiles"] == {"7g.141gb": 1}
+
+
+def test_the_plan_reports_how_the_mig_layout_was_solved():
+    solve = plan.build_plan(load_example("four-gpu-server"))["mig_solve"]
+    # docs/plan-format.md: exact, gap, classes and stages (mig_planner.STAGES, in that order).
+    assert solve["exact"] is True and solve["gap"] == 0
+    assert [s["objective"] for s in solve["stages"]] == ["auto_gpus_converted", "gpus_used", "slice_memory_mib"]
+
+
+# --------------------------------------------------------------------------- which GPUs may carry a MIG slice
+
+def _problems(variables) -> dict:
+    with pytest.raises(PlanInvalid) as refused:
+        plan.build_plan(variables)
+    return {p.path: p for p in refused.value.problems}
+
+
+def _embeddings(variables) -> tuple[int, dict]:
+    return next((i, w) for i, w in enumerate(variables["gpushare_workloads"]) if w["name"] == "embeddings")
+
+
+def test_a_service_pinned_to_a_profile_of_a_fixed_layout_gets_it_and_to_another_profile_is_refused():
+    # GPU 1 is the example's only MIG GPU; its layout fixed as the example's comment suggests.
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"]["gpu01"]["gpus"][1]["mig_layout"] = {"3g.71gb": 1, "2g.35gb": 1, "1g.18gb": 2}
+    index, embeddings = _embeddings(variables)
+    embeddings["mig_profile"] = "3g.71gb"
+    planned = plan.build_plan(variables)
+    assert [s["profile"] for s in next(w for w in planned["workloads"] if w["name"] == "embeddings")["slices"]] == [
+        "3g.71gb"]
+    # 4g.71gb is not in the fixed layout and no other GPU may be cut: the service is refused as
+    # having no GPU (at its sharing), not as a shortfall of the whole MIG programme.
+    embeddings["mig_profile"] = "4g.71gb"
+    p = _problems(variables)["gpushare_workloads[%d].sharing" % index]
+    assert "service embeddings needs a MIG slice 4g.71gb, but no h200-141gb GPU may be cut with MIG" in p.message
+
+
+def test_a_service_pinned_to_the_full_instance_a_neighbour_time_slices_has_no_gpu():
+    variables = _pinned_to_the_whole_card("timeslice")
+    index, _ = _embeddings(variables)
+    p = _problems(variables)["gpushare_workloads[%d].sharing" % index]
+    assert "gpu01 GPU 1 (auto)" in p.allowed
+
+
+def test_auto_gpus_of_a_dra_server_are_never_cut():
+    # The DRA driver serves the server's GPUs whole (docs/dra.md), so its auto GPUs are no MIG candidates.
+    variables = load_example("four-gpu-server")
+    node = variables["gpushare_nodes"]["gpu01"]
+    node["dra"] = True
+    node["gpus"] = [{"index": i, "mode": "auto"} for i in range(4)]
+    # An H200 outside DRA, kept whole: the fleet has a MIG-capable model, but no GPU that may be cut.
+    variables["gpushare_nodes"]["gpu02"] = {"gpu_model": "h200", "gpu_count": 1, "cpus": 192, "memory_gib": 2048,
+                                            "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}
+    variables["gpushare_workloads"] = [w for w in variables["gpushare_workloads"] if w["name"] == "embeddings"]
+    p = _problems(variables)["gpushare_workloads[0].sharing"]
+    assert "gpu01 GPU 1 (auto, dra: true)" in p.allowed
+
+
+def test_a_server_without_mig_listed_first_leaves_the_next_servers_mig_gpus_to_plan():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"] = {
+        "gpu00": {"gpu_model": "l40s", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
+                  "gpus": [{"index": 0, "mode": "whole", "team": "training"}]},
+        **variables["gpushare_nodes"]}
+    planned = plan.build_plan(variables)
+    assert [n["name"] for n in planned["nodes"]] == ["gpu00", "gpu01"]
+    # Cut as in the example without the L40S server.
+    alone = plan.build_plan(load_example("four-gpu-server"))
+    assert planned["nodes"][1]["gpus"][1]["mig"] == alone["nodes"][0]["gpus"][1]["mig"] is not None
