@@ -226,3 +226,24 @@ def test_a_server_without_mig_listed_first_leaves_the_next_servers_mig_gpus_to_p
     # Cut as in the example without the L40S server.
     alone = plan.build_plan(load_example("four-gpu-server"))
     assert planned["nodes"][1]["gpus"][1]["mig"] == alone["nodes"][0]["gpus"][1]["mig"] is not None
+
+
+def test_a_service_pinned_to_a_model_with_no_gpu_that_may_be_cut_is_refused_at_its_gpu_model():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"]["gpu01"]["gpus"][1] = {"index": 1, "mode": "whole", "team": "production"}
+    index, embeddings = _embeddings(variables)
+    embeddings.update(gpu_model="h200", mig_profile="3g.71gb")
+    p = _problems(variables)["gpushare_workloads[%d].gpu_model" % index]
+    assert p.message == "service embeddings needs a MIG slice 3g.71gb, but no h200-141gb GPU may be cut with MIG"
+    assert p.value == "h200-141gb" and p.allowed.startswith("GPUs that could become MIG GPUs: gpu01 GPU 0 (whole)")
+
+
+def test_a_service_on_any_model_names_every_mig_model_of_the_fleet():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"]["gpu01"]["gpus"][1] = {"index": 1, "mode": "whole", "team": "production"}
+    variables["gpushare_nodes"]["a100"] = {"gpu_model": "a100-80gb", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
+                                           "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}
+    index, _ = _embeddings(variables)
+    p = _problems(variables)["gpushare_workloads[%d].sharing" % index]
+    assert p.message == "service embeddings needs a MIG slice, but no a100-80gb or h200-141gb GPU may be cut with MIG"
+    assert p.value == "mig" and "a100 GPU 0 (whole)" in p.allowed
