@@ -247,3 +247,45 @@ def test_a_service_on_any_model_names_every_mig_model_of_the_fleet():
     p = _problems(variables)["gpushare_workloads[%d].sharing" % index]
     assert p.message == "service embeddings needs a MIG slice, but no a100-80gb or h200-141gb GPU may be cut with MIG"
     assert p.value == "mig" and "a100 GPU 0 (whole)" in p.allowed
+
+
+# --------------------------------------------------------------------------- what can never run
+
+def test_a_pod_wider_than_any_server_is_refused_with_the_widest():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_workloads"].append(
+        {"name": "wide", "team": "training", "kind": "training", "sharing": "whole", "gpus": 3})
+    # gpu01 keeps GPUs 0 and 3 whole (1 is cut, 2 time-sliced): 2 whole GPUs on the widest server.
+    p = _problems(variables)["gpushare_workloads[%d].gpus" % (len(variables["gpushare_workloads"]) - 1)]
+    assert p.message == "needs 3 whole GPUs on one server; the most any server has is 2"
+    assert (p.value, p.allowed) == (3, "at most 2")
+
+
+def test_a_pod_pinned_to_a_model_counts_only_that_models_servers():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"]["a100"] = {"gpu_model": "a100-80gb", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
+                                           "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}
+    variables["gpushare_workloads"].append({"name": "pair", "team": "training", "kind": "training", "sharing": "whole",
+                                            "gpus": 2, "gpu_model": "a100-80gb"})
+    p = _problems(variables)["gpushare_workloads[%d].gpus" % (len(variables["gpushare_workloads"]) - 1)]
+    assert p.message == "needs 2 whole GPUs on one server; the most any server has is 1"
+
+
+def test_a_dra_workload_without_a_dra_server_has_none_wide_enough():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_workloads"].append({"name": "by-attributes", "team": "training", "kind": "training",
+                                            "sharing": "dra"})
+    found = _problems(variables)
+    p = found["gpushare_workloads[%d].gpus" % (len(variables["gpushare_workloads"]) - 1)]
+    assert p.message == "needs 1 whole GPUs on one server; the most any DRA server has is 0"
+    assert "gpushare_workloads" in found   # and no server has dra: true
+
+
+def test_a_dra_workload_asking_for_more_memory_than_any_dra_gpu_has():
+    variables = load_example("mixed-fleet")
+    index, w = next((i, w) for i, w in enumerate(variables["gpushare_workloads"]) if w["name"] == "long-context-eval")
+    w["device_request"]["min_memory_gib"] = 200
+    p = _problems(variables)["gpushare_workloads[%d].device_request.min_memory_gib" % index]
+    # The DRA server's H200 reports 143771 MiB (nvidia-smi; docs/gpu-facts.md): 143771 / 1024 = 140.40 GiB.
+    assert p.message == "no GPU on a DRA node has that much memory (largest: 143771 MiB)"
+    assert (p.value, p.allowed) == (200, "at most 140.4")
