@@ -289,3 +289,49 @@ def test_a_dra_workload_asking_for_more_memory_than_any_dra_gpu_has():
     # The DRA server's H200 reports 143771 MiB (nvidia-smi; docs/gpu-facts.md): 143771 / 1024 = 140.40 GiB.
     assert p.message == "no GPU on a DRA node has that much memory (largest: 143771 MiB)"
     assert (p.value, p.allowed) == (200, "at most 140.4")
+
+
+# --------------------------------------------------------------------------- what the nodes get
+
+def test_what_the_mixed_fleets_nodes_are_configured_with():
+    fleet = plan.build_plan(load_example("mixed-fleet"))
+    nodes = {n["name"]: n for n in fleet["nodes"]}
+    # docs/plan-format.md: a MIG-capable card with no MIG GPU gets mig-parted's `all-disabled`; the
+    # device plugin runs the mixed strategy where MIG slices are advertised (k8s-device-plugin
+    # README: nvidia.com/mig-<profile>) and none elsewhere; DRA servers' whole GPUs are requested
+    # through the DRA resource, and only then does Kueue map the DRA device class to it.
+    assert nodes["h200-01"]["mig_config"]["name"] == "all-disabled" and nodes["h200-01"]["dra"]
+    assert {g["resource"] for g in nodes["h200-01"]["gpus"]} == {"gpushare.cluster/dra-gpu"}
+    assert nodes["a100-01"]["device_plugin_config"]["config"]["flags"] == {"migStrategy": "mixed"}
+    assert nodes["l40s-01"]["device_plugin_config"]["config"]["flags"] == {"migStrategy": "none"}
+    assert "deviceClassMappings" in fleet["kueue"]["configuration"]["resources"]
+    day = plan.build_plan(load_example("four-gpu-server"))       # no DRA workload
+    assert "deviceClassMappings" not in day["kueue"]["configuration"]["resources"]
+
+
+def test_mps_beside_a_mig_gpu_is_refused_with_the_value_and_what_is_allowed():
+    variables = load_dir(ROOT / "tests" / "twin" / "inventory-mps")
+    variables["gpushare_nodes"]["gpu01"] = {"gpu_model": "h200", "gpu_count": 1, "cpus": 192, "memory_gib": 2048,
+                                            "gpus": [{"index": 0, "mode": "mig", "team": "mps-inference",
+                                                      "mig_layout": {"7g.141gb": 1}}]}
+    p = _problems(variables)["hostvars[mps-l40s-01].gpushare_node.gpus"]
+    assert p.message.startswith("MPS cannot run in a cluster with MIG slices (on gpu01)")
+    assert (p.value, p.allowed) == ("mps", "MPS where no GPU of the cluster is cut by MIG (in every window too)")
+
+
+def test_a_service_pinned_to_a_model_whose_gpus_stay_whole_is_refused_although_another_model_is_cut():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"]["a100"] = {"gpu_model": "a100-80gb", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
+                                           "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}
+    index, embeddings = _embeddings(variables)
+    embeddings["gpu_model"] = "a100-80gb"      # gpu01's GPU 1 is cut, but it is an H200
+    p = _problems(variables)["gpushare_workloads[%d].gpu_model" % index]
+    assert p.message == "service embeddings needs a MIG slice, but no a100-80gb GPU may be cut with MIG"
+
+
+def test_a_misspelt_variable_is_named_when_planning_against_the_previous_plan():
+    variables = load_example("four-gpu-server")
+    with pytest.raises(PlanInvalid) as refused:
+        # gpushare_nodes is gathered from the hosts' gpushare_node, not defined by that name.
+        plan.plan_and_changes(variables, None, [v for v in variables if v != "gpushare_nodes"] + ["gpushare_workload"])
+    assert [p.path for p in refused.value.problems] == ["gpushare_workload"]
