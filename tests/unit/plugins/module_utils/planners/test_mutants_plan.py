@@ -335,3 +335,79 @@ def test_a_misspelt_variable_is_named_when_planning_against_the_previous_plan():
         # gpushare_nodes is gathered from the hosts' gpushare_node, not defined by that name.
         plan.plan_and_changes(variables, None, [v for v in variables if v != "gpushare_nodes"] + ["gpushare_workload"])
     assert [p.path for p in refused.value.problems] == ["gpushare_workload"]
+
+
+# --------------------------------------------------------------------------- every MIG service's problem
+
+def _fleet_with_a100_and_l40s():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"]["a100"] = {"gpu_model": "a100-80gb", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
+                                           "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}
+    variables["gpushare_nodes"]["l40s"] = {"gpu_model": "l40s", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
+                                           "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}
+    return variables
+
+
+def _services_indexed(variables, *names):
+    return [(i, w) for i, w in enumerate(variables["gpushare_workloads"]) if w["name"] in names]
+
+
+def test_every_service_pinned_to_a_card_without_mig_is_reported():
+    variables = _fleet_with_a100_and_l40s()
+    pinned = _services_indexed(variables, "embeddings", "classifier")
+    for _i, w in pinned:
+        w["gpu_model"] = "l40s"
+    found = _problems(variables)
+    for i, w in pinned:
+        p = found["gpushare_workloads[%d].gpu_model" % i]
+        assert p.message == "l40s has no MIG, and service %s needs a MIG slice" % w["name"]
+        assert (p.value, p.allowed) == ("l40s", "a MIG-capable model of the fleet: a100-80gb, h200-141gb")
+
+
+def test_every_service_pinned_to_a_profile_no_model_has_is_reported():
+    variables = _fleet_with_a100_and_l40s()
+    pinned = _services_indexed(variables, "embeddings", "classifier")
+    for _i, w in pinned:
+        w["mig_profile"] = "5g.99gb"
+    found = _problems(variables)
+    # The profiles of the MIG User Guide's A100 80GB and H200 tables, sorted.
+    profiles = ("1g.10gb, 1g.10gb+me, 1g.18gb, 1g.18gb+me, 1g.20gb, 1g.35gb, 2g.20gb, 2g.35gb, 3g.40gb, 3g.71gb, "
+                "4g.40gb, 4g.71gb, 7g.141gb, 7g.80gb")
+    for i, _w in pinned:
+        p = found["gpushare_workloads[%d].mig_profile" % i]
+        assert p.message == "is not a MIG profile of a100-80gb, h200-141gb"
+        assert (p.value, p.allowed) == ("5g.99gb", profiles)
+
+
+def test_every_mig_service_of_a_fleet_without_mig_is_reported():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"] = {"l40s": {"gpu_model": "l40s", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
+                                            "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}}
+    found = _problems(variables)
+    for i, _w in _services_indexed(variables, "embeddings", "classifier", "speech-to-text"):
+        p = found["gpushare_workloads[%d].sharing" % i]
+        assert p.message == "needs a MIG-capable GPU, and the inventory has none"
+        assert (p.value, p.allowed) == ("mig", "whole, timeslice") and p.hint
+
+
+def test_more_mig_services_than_the_mig_gpus_hold_is_one_problem_of_the_workloads():
+    variables = load_example("four-gpu-server")
+    _i, embeddings = _embeddings(variables)
+    # 8 replicas of 12 GiB need 8 instances of at least one compute slice each: an H200 has 7.
+    embeddings["replicas"] = 8
+    p = _problems(variables)["gpushare_workloads"]
+    assert p.allowed == "MIG services that fit the MIG and auto GPUs" and p.hint
+
+
+def test_a_declared_mig_gpu_never_gets_the_full_instance_a_neighbour_time_slices():
+    variables = _pinned_to_the_whole_card("timeslice")
+    variables["gpushare_nodes"]["gpu01"]["gpus"][1] = {"index": 1, "mode": "mig", "team": "production"}
+    index, _ = _embeddings(variables)
+    assert "gpushare_workloads[%d].sharing" % index in _problems(variables)
+
+
+def test_an_auto_gpus_team_owns_its_spare_slices():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"]["gpu01"]["gpus"][1] = {"index": 1, "mode": "auto", "team": "training"}
+    cut = plan.build_plan(variables)["nodes"][0]["gpus"][1]["mig"]["slices"]
+    assert {s["team"] for s in cut if s["workload"] is None} == {"training"}
