@@ -85,3 +85,11 @@ def test_a_new_replica_takes_the_spare_slice_and_the_others_stay():
     layouts, solve = _replan(_services(20, MigDemand("b", "t", 2, 10 * GIB, (H200,))), [_cut_gpu()])
     assert layouts == {("n1", 0): list(NOW[:3]) + [("3g.71gb", 4, "b", 2)]}
     assert solve.repartitioned == 0
+
+
+def test_with_no_service_left_the_cut_gpus_keep_their_layout_as_spare_slices():
+    # Nothing to host is no reason to drain: the declared GPU keeps its slices, all spare now, the
+    # auto GPU stays whole, and the report says no GPU was re-partitioned without solving anything.
+    layouts, solve = _replan([], [_cut_gpu(), _whole_auto_gpu()])
+    assert layouts == {("n1", 0): [(profile, start, None, None) for profile, start, _w, _r in NOW]}
+    assert solve.stable == {"objective": "gpus_repartitioned", "status": "optimal", "value": 0, "seconds": 0.0}
