@@ -169,8 +169,11 @@ def test_the_plan_reports_how_the_mig_layout_was_solved():
 # --------------------------------------------------------------------------- which GPUs may carry a MIG slice
 
 def _problems(variables) -> dict:
+    """path -> problem; each says what is allowed and what to do (the project's rule for errors)."""
     with pytest.raises(PlanInvalid) as refused:
         plan.build_plan(variables)
+    for p in refused.value.problems:
+        assert p.allowed and p.hint, p
     return {p.path: p for p in refused.value.problems}
 
 
@@ -235,7 +238,9 @@ def test_a_service_pinned_to_a_model_with_no_gpu_that_may_be_cut_is_refused_at_i
     embeddings.update(gpu_model="h200", mig_profile="3g.71gb")
     p = _problems(variables)["gpushare_workloads[%d].gpu_model" % index]
     assert p.message == "service embeddings needs a MIG slice 3g.71gb, but no h200-141gb GPU may be cut with MIG"
-    assert p.value == "h200-141gb" and p.allowed.startswith("GPUs that could become MIG GPUs: gpu01 GPU 0 (whole)")
+    assert p.value == "h200-141gb"
+    assert p.allowed == ("GPUs that could become MIG GPUs: gpu01 GPU 0 (whole), gpu01 GPU 1 (whole), "
+                         "gpu01 GPU 2 (timeslice), gpu01 GPU 3 (whole)")
 
 
 def test_a_service_on_any_model_names_every_mig_model_of_the_fleet():
@@ -388,6 +393,22 @@ def test_every_mig_service_of_a_fleet_without_mig_is_reported():
         p = found["gpushare_workloads[%d].sharing" % i]
         assert p.message == "needs a MIG-capable GPU, and the inventory has none"
         assert (p.value, p.allowed) == ("mig", "whole, timeslice") and p.hint
+    # Pinned to the L40S itself: no MIG-capable model to suggest.
+    _i, embeddings = _embeddings(variables)
+    embeddings["gpu_model"] = "l40s"
+    p = _problems(variables)["gpushare_workloads[%d].gpu_model" % _i]
+    assert p.allowed == "a MIG-capable model of the fleet: none"
+
+
+def test_a_problem_inside_a_window_keeps_its_value():
+    gpus = [{"index": 0, "mode": "whole", "team": "training",
+             "schedule": [{"name": "day", "from": "07:00", "until": "19:00", "mode": "mig"}]}]
+    variables = load_example("four-gpu-server")
+    variables["gpushare_workloads"] = []
+    variables["gpushare_nodes"] = {"l40s": {"gpu_model": "l40s", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
+                                            "gpus": gpus}}
+    p = _problems(variables)["hostvars[l40s].gpushare_node.gpus[0].schedule[0].mode"]
+    assert p.message.startswith("inside sharing window day: ") and p.value == "mig"
 
 
 def test_more_mig_services_than_the_mig_gpus_hold_is_one_problem_of_the_workloads():
