@@ -432,3 +432,12 @@ def test_an_auto_gpus_team_owns_its_spare_slices():
     variables["gpushare_nodes"]["gpu01"]["gpus"][1] = {"index": 1, "mode": "auto", "team": "training"}
     cut = plan.build_plan(variables)["nodes"][0]["gpus"][1]["mig"]["slices"]
     assert {s["team"] for s in cut if s["workload"] is None} == {"training"}
+
+
+def test_proportional_cpu_and_memory_quota_needs_every_servers_cpus():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_policy"]["cpu_memory_quota"] = "proportional"
+    del variables["gpushare_nodes"]["gpu01"]["cpus"]
+    p = _problems(variables)["hostvars[gpu01].gpushare_node.cpus"]
+    assert p.message == "is required when gpushare_policy.cpu_memory_quota is proportional"
+    assert p.allowed == "the server's CPU count"
