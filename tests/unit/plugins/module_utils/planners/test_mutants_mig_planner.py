@@ -93,3 +93,16 @@ def test_with_no_service_left_the_cut_gpus_keep_their_layout_as_spare_slices():
     layouts, solve = _replan([], [_cut_gpu(), _whole_auto_gpu()])
     assert layouts == {("n1", 0): [(profile, start, None, None) for profile, start, _w, _r in NOW]}
     assert solve.stable == {"objective": "gpus_repartitioned", "status": "optimal", "value": 0, "seconds": 0.0}
+    # A GPU declared mig that is not in MIG mode yet is cut all the same, the leftover carved
+    # as the one profile that spans the grid: 7g.141gb at 0.
+    declared = MigCandidate("n1", 1, H200, True, "t", None, (), None, ())
+    layouts, _ = _replan([], [_cut_gpu(), declared])
+    assert layouts[("n1", 1)] == [("7g.141gb", 0, None, None)]
+
+
+def test_a_fixed_layout_keeps_its_slices_and_takes_the_grown_service():
+    fixed = MigCandidate("n1", 0, H200, True, "t", CUT, (), CUT, NOW)
+    layouts, solve = _replan(_services(60), [fixed])
+    assert layouts == {("n1", 0): [("2g.35gb", 0, None, None), ("1g.18gb", 2, "b", 0), ("1g.18gb", 3, "b", 1),
+                                   ("3g.71gb", 4, "a", 0)]}
+    assert solve.repartitioned == 0
