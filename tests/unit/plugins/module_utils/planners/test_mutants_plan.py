@@ -441,3 +441,16 @@ def test_proportional_cpu_and_memory_quota_needs_every_servers_cpus():
     p = _problems(variables)["hostvars[gpu01].gpushare_node.cpus"]
     assert p.message == "is required when gpushare_policy.cpu_memory_quota is proportional"
     assert p.allowed == "the server's CPU count"
+
+
+def test_a_team_that_does_not_borrow_is_checked_per_pinned_model_too():
+    # production (borrow: false) owns GPU 0 (H200) and now an A100; vllm-chat alone, pinned to the
+    # A100 with 2 replicas: 2 whole GPUs in all is what it owns, but on a100-80gb it owns 1.
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"]["a100"] = {"gpu_model": "a100-80gb", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
+                                           "gpus": [{"index": 0, "mode": "whole", "team": "production"}]}
+    variables["gpushare_workloads"] = [{"name": "vllm-chat", "team": "production", "kind": "serving",
+                                        "sharing": "whole", "replicas": 2, "gpu_model": "a100-80gb"}]
+    p = _problems(variables)["gpushare_teams[0]"]
+    assert p.message == ("team production's workloads want 2 whole GPUs on a100-80gb but it owns 1 and does not "
+                         "borrow (borrow: false)")
