@@ -71,16 +71,22 @@ NODE = {"name", "model", "product", "gpu_count", "host_driver", "dra", "cpus", "
         "mig_config", "device_plugin_config", "sharing", "advertised"}
 GPU = {"index", "declared_mode", "mode", "team", "mig"}
 WINDOW = {"name", "from", "until", "gpus", "nodes", "kueue", "mig_solve"}
+TEAM = {"name", "namespaces", "priority", "production", "lend", "borrow", "borrowing_limit", "lending_limit",
+        "members", "cluster_queue", "local_queue", "pod_security", "owns"}
+WORKLOAD = {"name", "team", "kind", "sharing", "replicas", "gpus_per_replica", "memory_gib", "queue"}
 
 
 def test_the_plan_has_the_keys_of_docs_plan_format():
     planned = plan.build_plan(load_example("four-gpu-server"))
     doc = (ROOT / "docs" / "plan-format.md").read_text()
-    for key in TOP | CLUSTER | NODE | GPU | WINDOW | {"claim_templates", "realised_as", "replicas", "resource"}:
+    for key in TOP | CLUSTER | NODE | GPU | WINDOW | TEAM | WORKLOAD | {"claim_templates", "realised_as", "resource"}:
         assert "`%s`" % key in doc or "`%s[]`" % key in doc, key   # the lists above are the document's
     assert set(planned) == TOP
     assert set(planned["cluster"]) == CLUSTER
     assert set(planned["dra"]) == {"claim_templates", "nodes"}
+    assert all(set(team) == TEAM for team in planned["teams"])
+    assert {w["name"]: set(w) for w in planned["workloads"]} == {
+        w["name"]: WORKLOAD | ({"slices"} if w["sharing"] == "mig" else set()) for w in planned["workloads"]}
     node = planned["nodes"][0]
     assert set(node) == NODE
     whole, cut, time_sliced = (next(g for g in node["gpus"] if g["index"] == i) for i in (0, 1, 2))
@@ -434,13 +440,36 @@ def test_an_auto_gpus_team_owns_its_spare_slices():
     assert {s["team"] for s in cut if s["workload"] is None} == {"training"}
 
 
-def test_proportional_cpu_and_memory_quota_needs_every_servers_cpus():
+def test_proportional_cpu_and_memory_quota_needs_every_servers_cpus_and_memory():
     variables = load_example("four-gpu-server")
     variables["gpushare_policy"]["cpu_memory_quota"] = "proportional"
     del variables["gpushare_nodes"]["gpu01"]["cpus"]
-    p = _problems(variables)["hostvars[gpu01].gpushare_node.cpus"]
+    variables["gpushare_nodes"]["gpu02"] = {"gpu_model": "h200", "gpu_count": 1, "cpus": 192,
+                                            "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}
+    found = _problems(variables)
+    p = found["hostvars[gpu01].gpushare_node.cpus"]
     assert p.message == "is required when gpushare_policy.cpu_memory_quota is proportional"
     assert p.allowed == "the server's CPU count"
+    assert found["hostvars[gpu02].gpushare_node.memory_gib"].allowed == "the server's memory in GiB"
+
+
+def test_proportional_cpu_and_memory_follow_each_teams_share_of_the_cards():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_policy"]["cpu_memory_quota"] = "proportional"
+    planned = plan.build_plan(variables)
+    # gpu01: 192 CPUs and 2048 GiB over 4 GPUs, 48 and 512 a card. production: GPU 0 and all of
+    # GPU 1's slices (its services' and the spare one, its own); data-science GPU 2; training GPU 3.
+    quota = plan._cpu_memory(load_inventory(variables), planned["nodes"], None)
+    assert quota == {"production": (96, 1024), "data-science": (48, 512), "training": (48, 512)}
+
+
+def test_only_the_dra_servers_flavor_selects_the_dra_node_label():
+    flavors = {o["metadata"]["name"]: o["spec"].get("nodeLabels") for o in
+               plan.build_plan(load_example("mixed-fleet"))["kueue"]["objects"] if o["kind"] == "ResourceFlavor"}
+    # docs/plan-format.md: the DRA servers carry nvidia.com/dra-kubelet-plugin=true.
+    assert [name for name, labels in flavors.items() if labels and "nvidia.com/dra-kubelet-plugin" in labels] == [
+        "h200-141gb-dra"]
+    assert flavors["h200-141gb-dra"]["nvidia.com/dra-kubelet-plugin"] == "true"
 
 
 def test_a_team_that_does_not_borrow_is_checked_per_pinned_model_too():
