@@ -483,3 +483,20 @@ def test_a_team_that_does_not_borrow_is_checked_per_pinned_model_too():
     p = _problems(variables)["gpushare_teams[0]"]
     assert p.message == ("team production's workloads want 2 whole GPUs on a100-80gb but it owns 1 and does not "
                          "borrow (borrow: false)")
+
+
+def test_unowned_gpus_follow_each_serving_teams_whole_shortfall_then_stay_in_the_pool():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"]["gpu01"].update(gpu_count=7, gpus=[
+        {"index": 0, "mode": "timeslice", "team": "production", "replicas": 2}] + [
+        {"index": i, "mode": "whole"} for i in range(1, 7)])
+    variables["gpushare_workloads"] = [
+        {"name": "chat", "team": "production", "kind": "serving", "sharing": "whole", "replicas": 2},
+        {"name": "rerank", "team": "production", "kind": "serving", "sharing": "whole", "replicas": 1},
+        {"name": "big", "team": "training", "kind": "serving", "sharing": "whole", "replicas": 2}]
+    owners = plan._assign_whole_gpus(load_inventory(variables), {}, None)
+    # Short: production 2 + 1 = 3 (its time-sliced GPU 0 is no whole GPU), training 2. GPU 1:
+    # production (3), now 2; GPU 2: tie at 2 -> production, 1; GPU 3: training (2), 1; GPU 4: tie at
+    # 1 -> production, 0; GPU 5: training, 0; GPU 6: nobody is short, it stays the cohort's.
+    assert {index: team for (_node, index), team in owners.items()} == {
+        1: "production", 2: "production", 3: "training", 4: "production", 5: "training", 6: None}
