@@ -500,3 +500,16 @@ def test_unowned_gpus_follow_each_serving_teams_whole_shortfall_then_stay_in_the
     # 1 -> production, 0; GPU 5: training, 0; GPU 6: nobody is short, it stays the cohort's.
     assert {index: team for (_node, index), team in owners.items()} == {
         1: "production", 2: "production", 3: "training", 4: "production", 5: "training", 6: None}
+
+
+def test_what_a_team_may_borrow_is_capped_by_its_borrowing_limit():
+    variables = load_example("four-gpu-server")
+    training = next(t for t in variables["gpushare_teams"] if t["name"] == "training")
+    training["borrowing_limit"] = 1
+    variables["gpushare_nodes"]["gpu01"]["gpus"][2] = {"index": 2, "mode": "whole", "team": "production"}
+    variables["gpushare_workloads"] = [{"name": "fine-tune", "team": "training", "kind": "training",
+                                        "sharing": "whole", "gpus": 3}]
+    # training owns GPU 3; production lends GPUs 0 and 2, of which training may borrow 1: 3 > 1 + 1.
+    warnings = plan.build_plan(variables)["warnings"]
+    assert any(w.startswith("team training wants 3 whole GPUs on h200-141gb but owns 1 and may borrow at most 1: "
+                            "1 can never run at once") for w in warnings), warnings
