@@ -316,6 +316,10 @@ def test_what_the_mixed_fleets_nodes_are_configured_with():
     assert nodes["a100-01"]["device_plugin_config"]["config"]["flags"] == {"migStrategy": "mixed"}
     assert nodes["l40s-01"]["device_plugin_config"]["config"]["flags"] == {"migStrategy": "none"}
     assert "deviceClassMappings" in fleet["kueue"]["configuration"]["resources"]
+    # A DRA workload names its ResourceClaimTemplate, one that dra_claims writes (docs/plan-format.md).
+    (dra,) = [w for w in fleet["workloads"] if w["sharing"] == "dra"]
+    assert dra["claim_template"] == "long-context-eval-gpu"
+    assert dra["claim_template"] in {c["metadata"]["name"] for c in fleet["dra"]["claim_templates"]}
     day = plan.build_plan(load_example("four-gpu-server"))       # no DRA workload
     assert "deviceClassMappings" not in day["kueue"]["configuration"]["resources"]
 
