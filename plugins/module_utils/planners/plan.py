@@ -356,7 +356,6 @@ def _check_demand(inventory: Inventory, nodes: list[dict], problems: Problems, w
         for g in n["gpus"]:
             if g["mode"] in SHARED_MODES:
                 shared[g["mode"]] += g["replicas"]
-                shared[(g["mode"], g["team"])] += g["replicas"]
     demand: dict = defaultdict(int)
     for w in inventory.workloads:
         dra = w.sharing == DRA

@@ -145,6 +145,7 @@ def test_a_fixed_full_card_instance_next_to_a_time_sliced_gpu_is_refused():
     gpu(v, 1)["mig_layout"] = {"7g.141gb": 1}
     p = problems_of(v)[NODE + ".gpus[1].mig_layout"]
     assert "7g.141gb, the full-card instance that time-slices GPUs [2]" in p.message
+    assert p.value == {"7g.141gb": 1}
 
 
 # --------------------------------------------------------------------------- node names
