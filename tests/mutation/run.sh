@@ -17,9 +17,9 @@
 #   MUTMUT_CHILDREN=N   workers (default 1: the development machine is shared)
 #   MUTMUT_TIME_LIMIT=S stop each module's run after S seconds (mutmut keeps what it has tried)
 set -euo pipefail
-# mutmut forks every mutant from a warm process; a BLAS thread pool started before the fork
-# (numpy/scipy in the planners) can hang the child, which mutmut then counts as a timeout
-# (killed). One thread each keeps the timeouts honest and the machine's cores for the workers.
+# mutmut stops a mutant's tests at a CPU-time limit and counts that as a timeout (killed). A
+# BLAS thread pool (numpy/scipy in the planners) spends CPU time in several threads at once and
+# is not fork-safe, so one thread each keeps the timeouts honest and the cores for the workers.
 export OPENBLAS_NUM_THREADS=1 OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 MUTMUT=${MUTMUT:-mutmut}
