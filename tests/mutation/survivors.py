@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/env python
 """Sort one module's surviving mutants (after ``tests/mutation/run.sh MODULE``) into groups.
 
 Reads the stage ``build/mutation/MODULE`` that run.sh left: the mutated copy of the module

@@ -96,7 +96,7 @@ def test_with_no_service_left_the_cut_gpus_keep_their_layout_as_spare_slices():
     # A GPU declared mig that is not in MIG mode yet is cut all the same, the leftover carved
     # as the one profile that spans the grid: 7g.141gb at 0.
     declared = MigCandidate("n1", 1, H200, True, "t", None, (), None, ())
-    layouts, _ = _replan([], [_cut_gpu(), declared])
+    layouts = _replan([], [_cut_gpu(), declared])[0]
     assert layouts[("n1", 1)] == [("7g.141gb", 0, None, None)]
 
 

@@ -147,7 +147,7 @@ def test_a_window_keeps_the_mig_layout_the_base_state_kept_from_the_previous_pla
     previous["gpushare_nodes"]["gpu01"]["gpus"][1]["mig_layout"] = {"3g.71gb": 1, "2g.35gb": 1, "1g.18gb": 2}
     variables = load_example("four-gpu-server")
     variables["gpushare_nodes"]["gpu01"]["gpus"][1] = {"index": 1, "mode": "auto"}
-    planned, _ = plan.plan_and_changes(variables, json.dumps(plan.build_plan(previous)))
+    planned = plan.plan_and_changes(variables, json.dumps(plan.build_plan(previous)))[0]
     kept = {"1g.18gb": 2, "2g.35gb": 1, "3g.71gb": 1}
     assert planned["nodes"][0]["gpus"][1]["mig"]["profiles"] == kept
     assert planned["windows"][0]["nodes"][0]["gpus"][1]["mig"]["profiles"] == kept
@@ -160,7 +160,7 @@ def test_a_new_server_is_planned_as_not_in_mig_mode_when_re_planning_stable():
     variables["gpushare_nodes"]["gpu02"] = {"gpu_model": "h200", "gpu_count": 1, "cpus": 192, "memory_gib": 2048,
                                             "gpus": [{"index": 0, "mode": "mig", "team": "training",
                                                       "mig_layout": {"7g.141gb": 1}}]}
-    planned, _ = plan.plan_and_changes(variables, json.dumps(previous))
+    planned = plan.plan_and_changes(variables, json.dumps(previous))[0]
     new = next(n for n in planned["nodes"] if n["name"] == "gpu02")
     assert new["gpus"][0]["mig"]["profiles"] == {"7g.141gb": 1}
 
@@ -205,7 +205,7 @@ def test_a_service_pinned_to_a_profile_of_a_fixed_layout_gets_it_and_to_another_
 
 def test_a_service_pinned_to_the_full_instance_a_neighbour_time_slices_has_no_gpu():
     variables = _pinned_to_the_whole_card("timeslice")
-    index, _ = _embeddings(variables)
+    index = _embeddings(variables)[0]
     p = _problems(variables)["gpushare_workloads[%d].sharing" % index]
     assert "gpu01 GPU 1 (auto)" in p.allowed
 
@@ -234,7 +234,8 @@ def test_a_server_without_mig_listed_first_leaves_the_next_servers_mig_gpus_to_p
     assert [n["name"] for n in planned["nodes"]] == ["gpu00", "gpu01"]
     # Cut as in the example without the L40S server.
     alone = plan.build_plan(load_example("four-gpu-server"))
-    assert planned["nodes"][1]["gpus"][1]["mig"] == alone["nodes"][0]["gpus"][1]["mig"] is not None
+    assert alone["nodes"][0]["gpus"][1]["mig"] is not None
+    assert planned["nodes"][1]["gpus"][1]["mig"] == alone["nodes"][0]["gpus"][1]["mig"]
 
 
 def test_a_service_pinned_to_a_model_with_no_gpu_that_may_be_cut_is_refused_at_its_gpu_model():
@@ -254,7 +255,7 @@ def test_a_service_on_any_model_names_every_mig_model_of_the_fleet():
     variables["gpushare_nodes"]["gpu01"]["gpus"][1] = {"index": 1, "mode": "whole", "team": "production"}
     variables["gpushare_nodes"]["a100"] = {"gpu_model": "a100-80gb", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
                                            "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}
-    index, _ = _embeddings(variables)
+    index = _embeddings(variables)[0]
     p = _problems(variables)["gpushare_workloads[%d].sharing" % index]
     assert p.message == "service embeddings needs a MIG slice, but no a100-80gb or h200-141gb GPU may be cut with MIG"
     assert p.value == "mig" and "a100 GPU 0 (whole)" in p.allowed
@@ -433,7 +434,7 @@ def test_more_mig_services_than_the_mig_gpus_hold_is_one_problem_of_the_workload
 def test_a_declared_mig_gpu_never_gets_the_full_instance_a_neighbour_time_slices():
     variables = _pinned_to_the_whole_card("timeslice")
     variables["gpushare_nodes"]["gpu01"]["gpus"][1] = {"index": 1, "mode": "mig", "team": "production"}
-    index, _ = _embeddings(variables)
+    index = _embeddings(variables)[0]
     assert "gpushare_workloads[%d].sharing" % index in _problems(variables)
 
 
