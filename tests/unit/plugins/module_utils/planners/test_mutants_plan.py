@@ -368,11 +368,17 @@ def _services_indexed(variables, *names):
     return [(i, w) for i, w in enumerate(variables["gpushare_workloads"]) if w["name"] in names]
 
 
-def test_every_service_pinned_to_a_card_without_mig_is_reported():
-    variables = _fleet_with_a100_and_l40s()
+def _pin_services(variables, **pin):
+    """Sets ``pin`` on the example's two MIG services; returns them with their inventory index."""
     pinned = _services_indexed(variables, "embeddings", "classifier")
     for _i, w in pinned:
-        w["gpu_model"] = "l40s"
+        w.update(pin)
+    return pinned
+
+
+def test_every_service_pinned_to_a_card_without_mig_is_reported():
+    variables = _fleet_with_a100_and_l40s()
+    pinned = _pin_services(variables, gpu_model="l40s")
     found = _problems(variables)
     for i, w in pinned:
         p = found["gpushare_workloads[%d].gpu_model" % i]
@@ -382,9 +388,7 @@ def test_every_service_pinned_to_a_card_without_mig_is_reported():
 
 def test_every_service_pinned_to_a_profile_no_model_has_is_reported():
     variables = _fleet_with_a100_and_l40s()
-    pinned = _services_indexed(variables, "embeddings", "classifier")
-    for _i, w in pinned:
-        w["mig_profile"] = "5g.99gb"
+    pinned = _pin_services(variables, mig_profile="5g.99gb")
     found = _problems(variables)
     # The profiles of the MIG User Guide's A100 80GB and H200 tables, sorted.
     profiles = ("1g.10gb, 1g.10gb+me, 1g.18gb, 1g.18gb+me, 1g.20gb, 1g.35gb, 2g.20gb, 2g.35gb, 3g.40gb, 3g.71gb, "
