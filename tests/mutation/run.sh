@@ -13,6 +13,8 @@
 # Usage: tests/mutation/run.sh [MODULE...]   (default: all of MODULES, in that order)
 #   MUTANTS='glob ...'  only the mutants whose name matches one of these (e.g. '*.x_node_sharing__mutmut_*';
 #                       '*__mutmut_*7' is a one-in-ten sample of every function's mutants)
+#   MUTMUT_TESTS='...'  this selection (paths under tests/unit/) instead of the module's: survivors re-run
+#                       against new tests alone are killed by the union exactly when the new tests kill them
 #   MUTMUT_RESUME=1     keep earlier results (only mutants without one run)
 #   MUTMUT_CHILDREN=N   workers (default 1: the development machine is shared)
 #   MUTMUT_TIME_LIMIT=S stop each module's run after S seconds (mutmut keeps what it has tried)
@@ -65,7 +67,7 @@ run_module() {
         cat "$ROOT/tests/mutation/setup.cfg"
         echo "only_mutate = src/ansible_collections/gpushare/cluster/plugins/module_utils/$module.py"
         echo "pytest_add_cli_args_test_selection ="
-        for test in ${TESTS[$module]}; do
+        for test in ${MUTMUT_TESTS:-${TESTS[$module]}}; do
             [[ ! -e "$ROOT/tests/unit/$test" ]] || echo "    tests/unit/$test"
         done
     } > "$stage/setup.cfg"
