@@ -522,3 +522,16 @@ def test_what_a_team_may_borrow_is_capped_by_its_borrowing_limit():
     warnings = plan.build_plan(variables)["warnings"]
     assert any(w.startswith("team training wants 3 whole GPUs on h200-141gb but owns 1 and may borrow at most 1: "
                             "1 can never run at once") for w in warnings), warnings
+
+
+def test_a_team_without_a_borrowing_limit_may_borrow_every_lent_replica():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_nodes"]["gpu01"]["gpus"][2] = {"index": 2, "mode": "timeslice", "team": "data-science",
+                                                       "replicas": 24}
+    variables["gpushare_workloads"].append({"name": "sweeps", "team": "training", "kind": "batch",
+                                            "sharing": "timeslice", "replicas": 19})
+    # training owns no time-sliced replica and has no borrowing_limit; data-science lends all 24 of GPU 2's:
+    # 19 <= 0 + 24 (with the notebooks 5 + 19 = 24 replicas in all), so the 19 can run at once on borrowed replicas (none "can never run").
+    warnings = plan.build_plan(variables)["warnings"]
+    training = [w for w in warnings if w.startswith("team training wants 19 ")]
+    assert len(training) == 1 and training[0].endswith("but owns 0: the rest must be borrowed"), warnings
