@@ -535,3 +535,75 @@ def test_a_team_without_a_borrowing_limit_may_borrow_every_lent_replica():
     warnings = plan.build_plan(variables)["warnings"]
     training = [w for w in warnings if w.startswith("team training wants 19 ")]
     assert len(training) == 1 and training[0].endswith("but owns 0: the rest must be borrowed"), warnings
+
+
+# --------------------------------------------------------------------------- demand against what exists
+
+def test_dra_memory_exactly_the_largest_dra_gpus_is_enough_and_more_is_refused():
+    variables = load_dir(ROOT / "inventory-examples" / "mixed-fleet")
+    index, w = next((i, w) for i, w in enumerate(variables["gpushare_workloads"]) if "device_request" in w)
+    # The DRA server's H200: 143771 MiB (nvidia-smi), 143771 / 1024 GiB exactly is its whole memory.
+    w["device_request"]["min_memory_gib"] = 143771 / 1024
+    assert plan.build_plan(variables)["workloads"]
+    w["device_request"]["min_memory_gib"] = 140.41        # 140.41 x 1024 = 143779.84 MiB > 143771
+    p = _problems(variables)["gpushare_workloads[%d].device_request.min_memory_gib" % index]
+    assert (p.message, p.value, p.allowed) == (
+        "no GPU on a DRA node has that much memory (largest: 143771 MiB)", 140.41, "at most 140.4")
+
+
+def test_dra_workloads_on_a_fleet_without_a_dra_server_are_named():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_workloads"].append({"name": "eval", "team": "training", "kind": "batch",
+                                            "device_request": {"min_memory_gib": 10}})
+    problems = _problems(variables)
+    none = problems["gpushare_workloads"]
+    assert (none.message, none.value, none.allowed, none.hint) == (
+        "a workload asks for a GPU by attributes (DRA) but no server has dra: true", ["eval"],
+        "a server with dra: true", "Set gpushare_node.dra: true on the servers the DRA driver should serve")
+    memory = problems["gpushare_workloads[6].device_request.min_memory_gib"]
+    # No DRA GPU at all: the largest is 0 MiB, so at most 0 GiB.
+    assert (memory.message, memory.value, memory.allowed) == (
+        "no GPU on a DRA node has that much memory (largest: 0 MiB)", 10, "at most 0.0")
+
+
+def test_time_sliced_replicas_of_all_workloads_add_up_against_the_time_sliced_gpus():
+    variables = load_example("four-gpu-server")
+    variables["gpushare_workloads"].append({"name": "sweeps", "team": "data-science", "kind": "batch",
+                                            "sharing": "timeslice", "replicas": 3})
+    # GPU 2 gives 5 replicas; the notebooks want 5 and the sweeps 3: 8 > 5.
+    p = _problems(variables)["gpushare_workloads"]
+    assert (p.message, p.value, p.allowed, p.hint) == (
+        "8 timeslice replicas are wanted but the timeslice GPUs provide 5", 8, "at most 5",
+        "Add GPUs with mode timeslice or raise their replicas")
+
+
+def test_a_lending_limit_may_equal_the_whole_gpus_the_team_owns_but_not_exceed_them():
+    variables = load_example("four-gpu-server")
+    production = variables["gpushare_teams"][0]
+    production["lending_limit"] = 1         # production owns one whole GPU (0); GPU 1 is MIG
+    assert plan.build_plan(variables)["teams"]
+    production["lending_limit"] = 2
+    p = _problems(variables)["gpushare_teams[0].lending_limit"]
+    assert (p.value, p.allowed) == (2, "0..1")
+
+
+def test_a_teams_replicas_on_two_time_sliced_gpus_add_up():
+    variables = load_example("four-gpu-server")
+    gpus = variables["gpushare_nodes"]["gpu01"]["gpus"]
+    gpus[2] = {"index": 2, "mode": "timeslice", "team": "data-science", "replicas": 5}
+    gpus[3] = {"index": 3, "mode": "timeslice", "team": "data-science", "replicas": 5}
+    variables["gpushare_workloads"] = [w for w in variables["gpushare_workloads"] if w["name"] != "fine-tune"]
+    variables["gpushare_workloads"].append({"name": "sweeps", "team": "data-science", "kind": "batch",
+                                            "sharing": "timeslice", "replicas": 5})
+    # data-science owns 5 + 5 = 10 time-sliced replicas (one count per node) and wants 5 + 5: nothing to borrow.
+    warnings = plan.build_plan(variables)["warnings"]
+    assert not [w for w in warnings if w.startswith("team data-science")], warnings
+
+
+def test_a_teams_dra_gpus_count_as_its_own_for_its_dra_workloads():
+    variables = load_dir(ROOT / "inventory-examples" / "mixed-fleet")
+    w = next(w for w in variables["gpushare_workloads"] if "device_request" in w)
+    w["replicas"] = 3
+    # research owns the DRA server's GPUs 2 and 3: 3 wanted, 2 owned, the third borrowed (cohort pool: GPUs 4-7).
+    warnings = [x for x in plan.build_plan(variables)["warnings"] if x.startswith("team research wants 3 ")]
+    assert len(warnings) == 1 and warnings[0].endswith(" on h200-141gb but owns 2: the rest must be borrowed"), warnings
