@@ -44,11 +44,9 @@ FRAMEWORKS = ["batch/job", "kubeflow.org/mpijob", "kubeflow.org/pytorchjob", "ra
 class Capacity:
     """``count`` units of ``resource`` in pool ``flavor``, owned by ``team`` (None: the cohort)."""
     flavor: str
-    model: str
     resource: str
     team: str | None
     count: int
-    dra: bool = False
 
 
 def flavor_name(model: str, kind: str) -> str:

@@ -47,11 +47,11 @@ def plan_manager(spec: MultiKueue, worker_results: dict[str, dict]) -> dict:
             owned[(team, resource)] += amount
     team_names = {t.name for t in spec.teams}
     resources = sorted({r for (_t, r) in owned})
-    capacities = [kueue_quotas.Capacity(flavor=names.MULTIKUEUE_NAME, model="", resource=r, team=t, count=n)
+    capacities = [kueue_quotas.Capacity(flavor=names.MULTIKUEUE_NAME, resource=r, team=t, count=n)
                   for (t, r), n in sorted(owned.items(), key=lambda kv: (kv[0][0] or "", kv[0][1]))
                   if t is None or t in team_names]
     # Every team covers every resource (kueue_quotas' rule), so a team with nothing somewhere still lends and borrows.
-    capacities += [kueue_quotas.Capacity(names.MULTIKUEUE_NAME, "", r, t, 0) for t in sorted(team_names) for r in resources
+    capacities += [kueue_quotas.Capacity(names.MULTIKUEUE_NAME, r, t, 0) for t in sorted(team_names) for r in resources
                    if (t, r) not in owned]
     dra_in_use = any(worker_results[w.name]["plan"]["dra"]["claim_templates"] for w in spec.workers)
     kueue = kueue_quotas.plan_kueue(spec.teams, spec.policy, capacities, {}, {names.MULTIKUEUE_NAME: {}}, dra_in_use)

@@ -98,11 +98,11 @@ def _plan_state(inventory: Inventory, problems: Problems, suffix: str, current: 
     mig_solve = mig_planner.MigSolve()
     layouts = _plan_mig(inventory, sharing, problems, mig_solve, current)
     problems.raise_if_any()
-    whole_team = _assign_whole_gpus(inventory, layouts, sharing)
+    whole_team = _assign_whole_gpus(inventory, layouts)
     nodes = [_node_record(n, sharing[n.name], layouts, whole_team, suffix) for n in inventory.nodes]
     if not suffix:
         _check_demand(inventory, nodes, problems, warnings)
-    capacities, labels = _capacities(inventory, nodes)
+    capacities, labels = _capacities(nodes)
     cpu_memory = _cpu_memory(inventory, nodes, problems)
     problems.raise_if_any()
     kueue = kueue_quotas.plan_kueue(inventory.teams, inventory.policy, capacities, cpu_memory, labels,
@@ -238,7 +238,7 @@ def _single_instance(node, gpu, profile_name: str) -> mig_planner.MigLayout:
         mig_planner.MigSlice(profile.name, 0, profile.size, profile.memory_mib, gpu.team)])
 
 
-def _assign_whole_gpus(inventory: Inventory, layouts, sharing) -> dict[tuple[str, int], str | None]:
+def _assign_whole_gpus(inventory: Inventory, layouts) -> dict[tuple[str, int], str | None]:
     """Owner of every GPU that stays whole; unowned auto GPUs go to serving teams short of GPUs."""
     owners: dict[tuple[str, int], str | None] = {}
     for node in inventory.nodes:
@@ -458,7 +458,7 @@ def _check_team_demand(inventory: Inventory, nodes: list[dict], problems: Proble
 
 # --------------------------------------------------------------------------- quotas
 
-def _capacities(inventory: Inventory, nodes: list[dict]):
+def _capacities(nodes: list[dict]):
     capacities = []
     labels: dict[str, dict[str, str]] = {}
     for n in nodes:
@@ -466,16 +466,14 @@ def _capacities(inventory: Inventory, nodes: list[dict]):
         for g in n["gpus"]:
             kind = MODES[DRA if n["dra"] and g["mode"] == WHOLE else g["mode"]].kueue_kind
             if g["mode"] == WHOLE:
-                capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), model, g["resource"],
-                                                        g["team"], 1, n["dra"]))
+                capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), g["resource"], g["team"], 1))
             elif g["mode"] in SHARED_MODES:
-                capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), model, g["resource"],
-                                                        g["team"], g["replicas"]))
+                capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), g["resource"], g["team"],
+                                                        g["replicas"]))
             else:
                 for s in g["mig"]["slices"]:
                     resource = CATALOG[model].profile(s["profile"]).resource_name
-                    capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), model, resource,
-                                                            s["team"], 1))
+                    capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), resource, s["team"], 1))
             flavor = kueue_quotas.flavor_name(model, kind)
             labels[flavor] = {names.GPU_MODEL_LABEL: model}
             if kind == MODES[DRA].kueue_kind:

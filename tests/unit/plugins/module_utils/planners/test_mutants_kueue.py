@@ -32,13 +32,13 @@ TEAMS = (_team("prod", 1000, production=True), _team("research", 100, lending_li
 POLICY = Policy(cluster_name="c", distribution="kubeadm", cohort="lab", mig_leftover="largest",
                 cpu_memory_quota="ignore", allow_disruption=False, timezone="UTC")
 CAPACITIES = [
-    Capacity("h200-whole", "h200-141gb", GPU, "prod", 4),
-    Capacity("h200-whole", "h200-141gb", GPU, "research", 1),
-    Capacity("h200-whole", "h200-141gb", GPU, "research", 1),     # two lines of one pool add up
-    Capacity("h200-whole", "h200-141gb", GPU, None, 1),
-    Capacity("l40s-whole", "l40s", GPU, "research", 3),
-    Capacity("l40s-whole", "l40s", GPU, "interns", 1),
-    Capacity("h200-mig", "h200-141gb", MIG3G, "research", 2),
+    Capacity("h200-whole", GPU, "prod", 4),
+    Capacity("h200-whole", GPU, "research", 1),
+    Capacity("h200-whole", GPU, "research", 1),     # two lines of one pool add up
+    Capacity("h200-whole", GPU, None, 1),
+    Capacity("l40s-whole", GPU, "research", 3),
+    Capacity("l40s-whole", GPU, "interns", 1),
+    Capacity("h200-mig", MIG3G, "research", 2),
 ]
 LABELS = {"h200-whole": {"m": "h200", "k": "whole"}, "l40s-whole": {"m": "l40s"}, "h200-mig": {"m": "h200", "k": "mig"}}
 
@@ -163,7 +163,7 @@ def test_a_production_team_alone_preempts_no_borrower_above_priority_0():
 def test_a_team_lends_only_from_pools_it_owns():
     # vision may lend 1 GPU and owns 1 L40S: it lends that one, and nothing of the H200 pool it does not own.
     teams = (TEAMS[0], _team("vision", 10, lending_limit=1))
-    capacities = [Capacity("h200-whole", "h200-141gb", GPU, "prod", 4), Capacity("l40s-whole", "l40s", GPU, "vision", 1)]
+    capacities = [Capacity("h200-whole", GPU, "prod", 4), Capacity("l40s-whole", GPU, "vision", 1)]
     plan = plan_kueue(teams, POLICY, capacities, {}, LABELS, False)
     assert _objects(plan, "ClusterQueue")["vision"]["spec"]["resourceGroups"] == [
         {"coveredResources": [GPU], "flavors": [

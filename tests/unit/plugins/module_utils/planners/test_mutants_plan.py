@@ -26,7 +26,7 @@ def test_unowned_whole_gpus_go_one_at_a_time_to_the_team_shortest_of_gpus():
         {"name": "chat", "team": "production", "kind": "serving", "sharing": "whole", "replicas": 3},
         {"name": "big", "team": "training", "kind": "serving", "sharing": "whole", "replicas": 1, "gpus": 2},
         {"name": "fine-tune", "team": "data-science", "kind": "training", "sharing": "whole", "replicas": 4}]
-    owners = plan._assign_whole_gpus(load_inventory(variables), {}, None)
+    owners = plan._assign_whole_gpus(load_inventory(variables), {})
     # Short: production 3 - 1 owned = 2, training 2 (data-science's training is not serving).
     # GPU 1: tie at 2 -> production (by name), now 1; GPU 2: training (2), now 1; GPU 3: tie at 1 -> production.
     assert {index: team for (_node, index), team in owners.items()} == {
@@ -503,7 +503,7 @@ def test_unowned_gpus_follow_each_serving_teams_whole_shortfall_then_stay_in_the
         {"name": "chat", "team": "production", "kind": "serving", "sharing": "whole", "replicas": 2},
         {"name": "rerank", "team": "production", "kind": "serving", "sharing": "whole", "replicas": 1},
         {"name": "big", "team": "training", "kind": "serving", "sharing": "whole", "replicas": 2}]
-    owners = plan._assign_whole_gpus(load_inventory(variables), {}, None)
+    owners = plan._assign_whole_gpus(load_inventory(variables), {})
     # Short: production 2 + 1 = 3 (its time-sliced GPU 0 is no whole GPU), training 2. GPU 1:
     # production (3), now 2; GPU 2: tie at 2 -> production, 1; GPU 3: training (2), 1; GPU 4: tie at
     # 1 -> production, 0; GPU 5: training, 0; GPU 6: nobody is short, it stays the cohort's.
