@@ -79,3 +79,46 @@ def test_a_model_too_small_for_a_run_is_left_out_and_the_others_still_listed():
     models = {row["model"] for row in _buy([training], buy_max_cards=4)["options"]}
     assert "a100-40gb" not in models and "l40s" not in models
     assert {"a100-80gb", "h100-80gb", "h200-141gb", "b200"} <= models
+
+
+# --------------------------------------------------------------------------- windows in which idle pools lend
+
+def _window_ctx(min_window_hours=4):
+    teams = [SimpleNamespace(name=n, lend=lend, borrow=borrow) for n, lend, borrow in (
+        ("prod", False, False), ("ds", True, False), ("research", True, True), ("tr", True, True),
+        ("bt", True, True), ("srv", True, True))]
+    return SimpleNamespace(
+        settings=SimpleNamespace(min_window_hours=min_window_hours, idle_hour_percentile=90, idle_activity=0.7),
+        inventory=SimpleNamespace(teams=teams, policy=SimpleNamespace(timezone="UTC")))
+
+
+def _pool(team, name, hours, gpus):
+    return {"team": team, "name": name, "idle_hours": list(hours)}, gpus
+
+
+ADVISED = [{"team": "tr", "kind": "training"}, {"team": "bt", "kind": "batch"}, {"team": "srv", "kind": "serving"}]
+
+
+def test_a_window_covers_the_hours_every_lending_pool_is_idle():
+    pools = [
+        _pool("prod", "prod-pool", range(24), [("gpu03", 0)]),                # does not lend: never in a window
+        _pool("ds", "notebooks", [*range(18, 24), *range(0, 6)], [("gpu01", 2)]),
+        _pool("ds", "empty", [], []),                                          # no GPU: left out
+        _pool("research", "labs", [*range(20, 24), *range(0, 7)], [("gpu02", 0), ("gpu01", 2)]),
+    ]
+    # Both lending pools idle together 20:00-06:00 (10 hours, over 03:00: "night"); training (tr) and batch (bt)
+    # of borrowing teams may use it, serving (srv) does not; each GPU once, in the pools' order.
+    assert proposal._windows(_window_ctx(), pools, ADVISED) == [{
+        "name": "night", "from": "20:00", "until": "06:00", "mode": "whole",
+        "gpus": [["gpu01", 2], ["gpu02", 0]], "teams": ["ds", "research"], "for": ["bt", "tr"],
+        "why": "labs, notebooks idle from 20:00 to 06:00 UTC (90th percentile of activity below 70 %) on every day "
+               "of the window; whole then, so bt and tr can borrow it through Kueue"}]
+
+
+def test_a_window_is_at_least_min_window_hours_and_never_the_whole_day():
+    four = [_pool("ds", "notebooks", range(9, 13), [("gpu01", 2)])]
+    window = proposal._windows(_window_ctx(min_window_hours=4), four, ADVISED)
+    assert [(w["name"], w["from"], w["until"]) for w in window] == [("idle", "09:00", "13:00")]   # 03:00 not in it
+    assert proposal._windows(_window_ctx(min_window_hours=5), four, ADVISED) == []
+    always = [_pool("ds", "notebooks", range(24), [("gpu01", 2)])]
+    assert proposal._windows(_window_ctx(), always, ADVISED) == []
