@@ -122,3 +122,51 @@ def test_a_window_is_at_least_min_window_hours_and_never_the_whole_day():
     assert proposal._windows(_window_ctx(min_window_hours=5), four, ADVISED) == []
     always = [_pool("ds", "notebooks", range(24), [("gpu01", 2)])]
     assert proposal._windows(_window_ctx(), always, ADVISED) == []
+
+
+# --------------------------------------------------------------------------- small pieces
+
+def test_a_replica_needs_at_least_one_card_and_exactly_its_memory_fits_one():
+    h200 = H200
+    assert proposal._cards_per_replica({"memory_need_mib": 0, "compute_need": 0.0}, h200) == 1
+    assert proposal._cards_per_replica({"memory_need_mib": 143771, "compute_need": 0.5}, h200) == 1
+
+
+def test_runs_of_a_circular_day_longest_first_then_by_start():
+    assert proposal._circular_runs([True, True, True]) == [(0, 3)]
+    assert proposal._circular_runs([False, True, False]) == [(1, 1)]
+    assert proposal._circular_runs([False, False, True]) == [(2, 1)]
+    assert proposal._circular_runs([True, False, True, True]) == [(2, 3)]           # 2, 3 and round to 0
+    assert proposal._circular_runs([True, False, True, False]) == [(0, 1), (2, 1)]
+    assert proposal._circular_runs([False, True, True, False, True]) == [(1, 2), (4, 1)]
+
+
+def test_first_fit_packs_mig_profiles_by_the_placement_rules():
+    p3g, p1g = H200.profile("3g.71gb"), H200.profile("1g.18gb")
+    # Two 3g.71gb (memory slices 0-3 and 4-7) fill a card; a 1g.18gb then needs the next.
+    assert proposal._first_fit(H200, [p3g, p3g, p1g]) == ([0, 0, 1], 2)
+    # Seven 1g.18gb fit one H200 (placements 0-6); the eighth starts a second card.
+    assert proposal._first_fit(H200, [p1g] * 8) == ([0] * 7 + [1], 2)
+
+
+def test_a_workload_entry_keeps_what_its_sharing_needs():
+    base = {"name": "w", "team": "t", "kind": "serving", "memory_gib": 12.5, "mig_profile": "1g.18gb",
+            "replicas": 1, "gpus": 1}
+    assert proposal._workload_entry({**base, "sharing": "timeslice"}) == {
+        "name": "w", "team": "t", "kind": "serving", "sharing": "timeslice"}
+    assert proposal._workload_entry({**base, "sharing": "whole"}) == {
+        "name": "w", "team": "t", "kind": "serving", "sharing": "whole", "memory_gib": 12.5}
+    assert proposal._workload_entry({**base, "sharing": "mig", "gpus": 2, "replicas": 3}) == {
+        "name": "w", "team": "t", "kind": "serving", "sharing": "mig", "memory_gib": 12.5, "mig_profile": "1g.18gb",
+        "replicas": 3}
+
+
+def test_idle_hours_are_below_the_threshold_absent_or_unsampled():
+    import numpy as np
+    hours = np.arange(23)                                   # one sample for each hour 0-22; 23 has none
+    act = np.full(23, 0.5)
+    act[0], act[1], act[2] = 0.05, 0.01, 0.9                # 0: at the threshold, not below; 1: below
+    present = np.ones(23, dtype=bool)
+    present[2] = False                                      # 2: the service was not there
+    ctx = SimpleNamespace(hours=hours, settings=SimpleNamespace(idle_hour_percentile=90, idle_activity=0.05))
+    assert proposal.idle_hours(ctx, {"present": present, "act_rel": act}, slice(None)) == [1, 2, 23]
