@@ -7,6 +7,8 @@ run (docs/testing.md, "Mutation testing")."""
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta, timezone
+
 import numpy as np
 import pytest
 
@@ -19,15 +21,14 @@ def _by_name(advice: dict) -> dict:
     return {(s["name"], s.get("namespace")): s for s in advice["services"]}
 
 
-@pytest.fixture(scope="module")
-def real():
+def _real():
     """real_cluster_day without gpushare_advise_match: JupyterHub's bare jupyter-<user> pods
     and Kubeflow's eve-gpu-0 (StatefulSet eve-gpu) match no workload of data-science."""
     usage, _truth = usage_synth.real_cluster_day()
     return usage, ua.advise(usage, example_inventory(), check=False)
 
 
-def test_a_workload_seen_in_no_pod_is_reported_with_its_entry_and_the_teams_strays(real):
+def _check_a_workload_seen_in_no_pod_is_reported_with_its_entry_and_the_teams_strays(real):
     _usage, advice = real
     notebooks = _by_name(advice)[("notebooks", None)]
     # workloads.yml's notebooks entry (replicas 5, timeslice, the default gpus 1); no selector, so
@@ -43,7 +44,7 @@ def test_a_workload_seen_in_no_pod_is_reported_with_its_entry_and_the_teams_stra
         "identity": {"rule": "name", "pods": 0}}
 
 
-def test_pods_that_match_no_workload_are_rows_with_their_pods_owners_and_reason(real):
+def _check_pods_that_match_no_workload_are_rows_with_their_pods_owners_and_reason(real):
     usage, advice = real
     rows = {r["name"]: r for r in advice["unmatched"]}
     assert sorted(rows) == ["eve-gpu", "jupyter"]
@@ -71,7 +72,7 @@ def test_pods_that_match_no_workload_are_rows_with_their_pods_owners_and_reason(
     assert services[("eve-gpu", "data-science")]["shared_with"] == ["jupyter"]
 
 
-def test_a_services_identity_names_its_rule_first_five_pods_and_owners(real):
+def _check_a_services_identity_names_its_rule_first_five_pods_and_owners(real):
     usage, advice = real
     services = _by_name(advice)
     vllm_pods = sorted(p for (ns, p) in usage.owners if ns == "prod-serving" and p.startswith("vllm-chat-"))
@@ -103,15 +104,15 @@ def _add_series(usage, node, gpu, ns, pod, mem=3000.0, act=0.05):
                                      fb_used=np.full(usage.steps, mem), active=np.full(usage.steps, act)))
 
 
-@pytest.fixture(scope="module")
-def selected():
+def _selected():
     """The example day's 14 days with:
     - a new workload reranker (production, MIG 1g.18gb) whose selector matches only a pod that
       kube-state-metrics lists and no GPU series has;
     - notebooks selected by a name prefix nb- that matches only such a pod too, so its
       StatefulSet notebooks-<i> pods match no workload and group as notebooks (renamed
       notebooks-unmatched: the inventory has that name);
-    - a StatefulSet named notebooks in a namespace of no team (aaa-lab)."""
+    - a StatefulSet named notebooks in a namespace of no team (aaa-lab);
+    - speech-to-text without its first 13 samples."""
     usage, inventory = _example()
     inventory["gpushare_workloads"].append({"name": "reranker", "team": "production", "kind": "serving",
                                             "sharing": "mig", "mig_profile": "1g.18gb"})
@@ -120,10 +121,22 @@ def selected():
     _add_pod(usage, "aaa-lab", "notebooks-0", ("StatefulSet", "notebooks"))
     _add_series(usage, "gpu01", 3, "aaa-lab", "notebooks-0")
     inventory["gpushare_advise_match"] = {"reranker": {"owner_name": "reranker"}, "notebooks": {"name_prefix": "nb-"}}
+    for s in usage.series:
+        if s.pod.startswith("speech-to-text-"):
+            s.active[:13] = np.nan
+            s.fb_used[:13] = np.nan
     return ua.advise(usage, inventory, check=False)
 
 
-def test_a_workload_whose_selectors_match_only_pods_without_a_gpu(selected):
+def _check_a_service_seen_five_minutes_short_says_how_long(selected):
+    # speech-to-text without its first 13 samples: 4032 - 13 = 4019 points of 5 minutes = 13.955 days,
+    # seen over all of them: 14.0 and 14.0 to one place, short of 14 days less the hour of slack.
+    speech = _by_name(selected)[("speech-to-text", "prod-serving")]
+    assert (speech["status"], speech["reason"]) == \
+        ("not_enough_data", "seen over 14.0 days (14.0 days of samples); needs 14")
+
+
+def _check_a_workload_whose_selectors_match_only_pods_without_a_gpu(selected):
     services = _by_name(selected)
     # Its selectors match (rule match), no pod of production matches no workload: no hint.
     assert services[("reranker", None)] == {
@@ -135,7 +148,7 @@ def test_a_workload_whose_selectors_match_only_pods_without_a_gpu(selected):
         "identity": {"rule": "match", "pods": 0}}
 
 
-def test_a_group_named_like_a_workload_is_not_proposed_twice(selected):
+def _check_a_group_named_like_a_workload_is_not_proposed_twice(selected):
     rows = {(r["name"], r["namespace"]): r for r in selected["unmatched"]}
     # notebooks-<i> of data-science: group notebooks, renamed notebooks-unmatched.
     row = rows[("notebooks-unmatched", "data-science")]
@@ -151,12 +164,12 @@ def test_a_group_named_like_a_workload_is_not_proposed_twice(selected):
     assert "new" not in lab
 
 
-@pytest.fixture(scope="module")
-def renamed():
+def _renamed():
     """The example day's 14 days with speech-to-text's entry renamed transcribe (still a
     production serving workload: its pods now match no workload, and it is seen in none) and
     fine-tune's renamed trainer of kind batch (training's fine-tune Jobs are of kind training);
-    two bare pods whisper-0 and whisper-1 in data-science that kube-state-metrics never listed."""
+    two bare pods whisper-0 and whisper-1 in data-science, and two in training, that
+    kube-state-metrics never listed."""
     usage, inventory = _example()
     for w in inventory["gpushare_workloads"]:
         if w["name"] == "speech-to-text":
@@ -165,10 +178,11 @@ def renamed():
             w.update(name="trainer", kind="batch")
     for i in range(2):
         _add_series(usage, "gpu02", i, "data-science", "whisper-%d" % i)
+        _add_series(usage, "gpu03", i, "training", "whisper-%d" % i)
     return usage, ua.advise(usage, inventory, check=False)
 
 
-def test_a_group_like_a_workload_seen_in_no_pod_gets_a_selector_by_owner(renamed):
+def _check_a_group_like_a_workload_seen_in_no_pod_gets_a_selector_by_owner(renamed):
     _usage, advice = renamed
     rows = {r["name"]: r for r in advice["unmatched"]}
     speech = rows["speech-to-text"]
@@ -181,9 +195,89 @@ def test_a_group_like_a_workload_seen_in_no_pod_gets_a_selector_by_owner(renamed
         ("ok", True, None, "proposed as a new workload")
 
 
-def test_pods_kube_state_metrics_never_listed_show_unknown_owners(renamed):
+def _check_pods_kube_state_metrics_never_listed_show_unknown_owners(renamed):
     _usage, advice = renamed
-    rows = {r["name"]: r for r in advice["unmatched"]}
+    rows = {(r["name"], r["namespace"]): r for r in advice["unmatched"]}
     # whisper-0 and whisper-1: bare pods sharing the prefix whisper, no owner known: "? ?".
-    whisper = rows["whisper"]
+    whisper = rows[("whisper", "data-science")]
     assert (whisper["pods"], whisper["examples"], whisper["owners"]) == (2, ["whisper-0", "whisper-1"], ["? ?"])
+
+
+def _check_a_name_is_proposed_once(renamed):
+    _usage, advice = renamed
+    rows = {(r["name"], r["namespace"]): r for r in advice["unmatched"]}
+    # whisper of data-science (sorted first) is proposed as the new workload whisper; training's
+    # whisper then finds the name taken.
+    assert (rows[("whisper", "data-science")]["status"], rows[("whisper", "data-science")]["proposed"]) == ("ok", True)
+    training = rows[("whisper", "training")]
+    assert (training["status"], training["proposed"], training["reason"]) == \
+        ("unmatched", False, "its pods match no workload and whisper is no free workload name: not proposed")
+
+
+def _blank_first(usage, steps: int):
+    """``usage`` with every series' first ``steps`` grid points holding no sample."""
+    for s in usage.series:
+        for name in ("fb_used", "active"):
+            values = getattr(s, name)
+            if values is not None:
+                values[:steps] = np.nan
+    return usage
+
+
+def test_a_history_an_hour_short_of_min_days_is_read_and_five_minutes_more_is_refused():
+    # 14 days = 4032 grid points of 5 minutes. Without the first 12: 4020 points = 13 days 23 hours
+    # = 13.958 days (13.96 rounded to 2 places), and the hour of slack makes 14.0 = min_days: read.
+    advice = ua.advise(_blank_first(usage_synth.example_day(days=14), 12), example_inventory(), check=False)
+    assert advice["window"]["days"] == 13.96
+    # Without the first 13: 4019 points = 13.955 days (14.0 to one place), 5 minutes short: refused,
+    # from 01:05 of the first day (13 x 5 minutes) until 23:55 of the 14th.
+    start = datetime.fromtimestamp(usage_synth.START, timezone.utc)
+    first, last = start + timedelta(minutes=65), start + timedelta(days=14, minutes=-5)
+    with pytest.raises(ua.AdviceError) as refused:
+        ua.advise(_blank_first(usage_synth.example_day(days=14), 13), example_inventory(), check=False)
+    assert str(refused.value) == (
+        "not enough data: synthetic holds 14.0 days of GPU history (%s to %s), the advisor needs at least 14 "
+        "(min_days); wait, or lower min_days knowingly"
+        % (first.strftime("%Y-%m-%dT%H:%MZ"), last.strftime("%Y-%m-%dT%H:%MZ")))
+
+
+def test_nothing_to_advise_from_names_the_source():
+    usage = usage_synth.example_day(days=14)
+    with pytest.raises(ua.AdviceError) as empty:
+        ua.advise(_blank_first(usage, usage.steps), example_inventory(), check=False)
+    assert str(empty.value) == "the GPU series in synthetic hold no samples: nothing to advise from"
+    usage.series = []
+    with pytest.raises(ua.AdviceError) as none:
+        ua.advise(usage, example_inventory(), check=False)
+    assert str(none.value) == "no GPU series in synthetic: nothing to advise from"
+
+
+def test_an_invalid_inventory_is_refused_as_such():
+    inventory = example_inventory()
+    inventory["gpushare_workloads"].append(dict(inventory["gpushare_workloads"][0]))    # vllm-chat twice
+    with pytest.raises(ua.AdviceError, match=r"(?s)^the current inventory is invalid, fix it first \(plan.yml "
+                                             r"shows the same\):\n.*workload name used twice \(got 'vllm-chat'\)"):
+        ua.advise(usage_synth.example_day(days=14), inventory, check=False)
+
+
+# One history per test: mutmut runs a mutant against the tests that called its function, and a
+# fixture shared by several tests would be counted as called by the first of them only.
+def test_real_cluster_day_without_selectors():
+    real = _real()
+    _check_a_workload_seen_in_no_pod_is_reported_with_its_entry_and_the_teams_strays(real)
+    _check_pods_that_match_no_workload_are_rows_with_their_pods_owners_and_reason(real)
+    _check_a_services_identity_names_its_rule_first_five_pods_and_owners(real)
+
+
+def test_selectors_that_match_pods_without_a_gpu():
+    selected = _selected()
+    _check_a_workload_whose_selectors_match_only_pods_without_a_gpu(selected)
+    _check_a_group_named_like_a_workload_is_not_proposed_twice(selected)
+    _check_a_service_seen_five_minutes_short_says_how_long(selected)
+
+
+def test_renamed_workloads_and_pods_without_owners():
+    renamed = _renamed()
+    _check_a_group_like_a_workload_seen_in_no_pod_gets_a_selector_by_owner(renamed)
+    _check_pods_kube_state_metrics_never_listed_show_unknown_owners(renamed)
+    _check_a_name_is_proposed_once(renamed)
