@@ -229,14 +229,18 @@ def test_a_history_an_hour_short_of_min_days_is_read_and_five_minutes_more_is_re
     # = 13.958 days (13.96 rounded to 2 places), and the hour of slack makes 14.0 = min_days: read.
     advice = ua.advise(_blank_first(usage_synth.example_day(days=14), 12), example_inventory(), check=False)
     assert advice["window"]["days"] == 13.96
+    # The stamp the usage_advisor module documents; without check no repair is tried.
+    assert (advice["format"], advice["repairs"]) == ("gpushare.cluster/advice-v1", [])
     # Without the first 13: 4019 points = 13.955 days (14.0 to one place), 5 minutes short: refused,
     # from 01:05 of the first day (13 x 5 minutes) until 23:55 of the 14th.
     start = datetime.fromtimestamp(usage_synth.START, timezone.utc)
     first, last = start + timedelta(minutes=65), start + timedelta(days=14, minutes=-5)
+    short = _blank_first(usage_synth.example_day(days=14), 13)
+    short.source = None          # no name: "the data"
     with pytest.raises(ua.AdviceError) as refused:
-        ua.advise(_blank_first(usage_synth.example_day(days=14), 13), example_inventory(), check=False)
+        ua.advise(short, example_inventory(), check=False)
     assert str(refused.value) == (
-        "not enough data: synthetic holds 14.0 days of GPU history (%s to %s), the advisor needs at least 14 "
+        "not enough data: the data holds 14.0 days of GPU history (%s to %s), the advisor needs at least 14 "
         "(min_days); wait, or lower min_days knowingly"
         % (first.strftime("%Y-%m-%dT%H:%MZ"), last.strftime("%Y-%m-%dT%H:%MZ")))
 
@@ -250,6 +254,15 @@ def test_nothing_to_advise_from_names_the_source():
     with pytest.raises(ua.AdviceError) as none:
         ua.advise(usage, example_inventory(), check=False)
     assert str(none.value) == "no GPU series in synthetic: nothing to advise from"
+    usage.source = ""
+    with pytest.raises(ua.AdviceError) as unnamed:
+        ua.advise(usage, example_inventory(), check=False)
+    assert str(unnamed.value) == "no GPU series in the data: nothing to advise from"
+    unnamed_empty = _blank_first(usage_synth.example_day(days=14), usage.steps)
+    unnamed_empty.source = None
+    with pytest.raises(ua.AdviceError) as unnamed:
+        ua.advise(unnamed_empty, example_inventory(), check=False)
+    assert str(unnamed.value) == "the GPU series in the data hold no samples: nothing to advise from"
 
 
 def test_an_invalid_inventory_is_refused_as_such():
