@@ -233,3 +233,32 @@ def test_a_nodes_gpus_as_proposed_with_one_replica_count_per_sharing_mode():
         {"index": 5, "mode": "timeslice", "team": "e", "replicas": 4,
          "schedule": [{"name": "night", "from": "19:00", "until": "07:00", "mode": "whole"}]},
         {"index": 6, "mode": "whole", "team": "a"}, {"index": 7, "mode": "whole"}]}}
+
+
+# --------------------------------------------------------------------------- team quotas
+
+def test_team_quotas_from_gpus_in_use_at_once():
+    import numpy as np
+    nan = float("nan")
+
+    def device(mem, fraction):
+        return SimpleNamespace(mem=np.array(mem), act=np.full(len(mem), nan), unit_fraction=fraction)
+    # Team a: a 3g slice (3/7 of the card) in use at steps 0-2, a whole GPU at step 1: 3/7, 10/7, 3/7, 0.
+    services = {("ns-a", "svc"): SimpleNamespace(devices={("n", 0, "3g"): device([1.0, 1.0, 1.0, nan], 3 / 7),
+                                                          ("n", 1): device([nan, 1.0, nan, nan], 1.0)})}
+    ctx = SimpleNamespace(
+        settings=SimpleNamespace(quota_percentile=50, idle_hour_percentile=90),
+        inventory=SimpleNamespace(teams=[SimpleNamespace(name="a"), SimpleNamespace(name="b")],
+                                  nodes=[SimpleNamespace(gpus=[SimpleNamespace(team="a"), SimpleNamespace(team="a"),
+                                                               SimpleNamespace(team=None)])]),
+        team_of_ns={"ns-a": "a"}, usage=SimpleNamespace(steps=4), hours=np.array([0, 0, 1, 2]))
+    # Median of 0, 3/7, 3/7, 10/7: 3/7 = 0.43, a quota of 1; peak 10/7 = 1.43; mean (9/7 + 1) / 4 = 0.57.
+    # Idle hours (90th percentile 0): a only at 02:00; b, with nothing, at every hour with a sample.
+    assert proposal.team_quotas(ctx, services, slice(0, 4)) == [
+        {"team": "a", "gpus_in_use_p": 0.43, "percentile": 50, "gpus_in_use_max": 1.43, "gpus_in_use_mean": 0.57,
+         "quota_proposed": 1, "gpus_owned_now": 2, "idle_hours": [2]},
+        {"team": "b", "gpus_in_use_p": 0.0, "percentile": 50, "gpus_in_use_max": 0.0, "gpus_in_use_mean": 0.0,
+         "quota_proposed": 0, "gpus_owned_now": 0, "idle_hours": [0, 1, 2]}]
+    # An empty window: nothing in use, no idle hour.
+    assert [(q["gpus_in_use_p"], q["gpus_in_use_max"], q["gpus_in_use_mean"], q["idle_hours"])
+            for q in proposal.team_quotas(ctx, services, slice(0, 0))] == [(0.0, 0.0, 0.0, [])] * 2
