@@ -46,13 +46,14 @@ declare -A TESTS=(
     [planners/plan]="$M/planners/test_plan.py $M/planners/test_sharing_windows.py $M/planners/test_mps.py
         $M/planners/test_changes.py $M/planners/test_kueue_quotas.py $M/planners/test_mutants_plan.py
         $M/inventory/test_bad_input.py $M/inventory/test_first_hour_mistakes.py $M/inventory/test_model_validation.py"
-    [planners/mig_planner]="$M/planners/test_mig_planner.py $M/planners/test_mig_strategy.py $M/planners/test_mutants_mig_planner.py"
+    [planners/mig_planner]="$M/planners/test_mig_planner.py $M/planners/test_mig_strategy.py $M/planners/test_mutants_mig_planner.py
+        $M/planners/test_mutants_mig_report.py"
     [advisor/proposal]="$M/advisor/test_advisor_rules.py $M/advisor/test_usage_advisor.py $M/advisor/test_advisor_pooling.py
         $M/advisor/test_mutants_proposal.py $M/advisor/test_advisor_mps.py $M/advisor/test_advisor_identity.py
-        $M/advisor/test_advisor_repair.py"
+        $M/advisor/test_advisor_repair.py $M/advisor/test_mutants_proposal_buy.py"
     [advisor/usage_advisor]="$M/advisor/test_usage_advisor.py $M/advisor/test_advisor_rules.py
         $M/advisor/test_advisor_identity.py $M/advisor/test_advisor_mps.py $M/advisor/test_advisor_pooling.py
-        $M/advisor/test_advisor_repair.py $M/advisor/test_mutants_usage_advisor.py"
+        $M/advisor/test_advisor_repair.py $M/advisor/test_mutants_usage_advisor.py $M/advisor/test_mutants_usage_advisor_2.py"
 )
 
 run_module() {
