@@ -34,3 +34,43 @@ def test_the_summary_line_names_the_stages_that_stopped_and_the_gap():
         "gap unknown)")
     # A tiny gap in %g's exponent form: 100 x 1e-7 = 1e-05 %.
     assert mig_planner.summary_line({**report, "gap": 1e-7}).endswith(", gap 1e-05 %)")
+
+
+def _shortfall(demands, candidates) -> str:
+    try:
+        mig_planner.plan_mig(demands, candidates)
+    except mig_planner.MigShortfall as err:
+        return str(err)
+    raise AssertionError("expected a shortfall")
+
+
+# The MIG User Guide's H100/H200 table: at most 7 x 1g, 4 x 1g (double memory), 3 x 2g, 2 x 3g, 1 x 4g, 1 x 7g.
+H200_PER_GPU = "7 x 1g.18gb, 4 x 1g.35gb, 3 x 2g.35gb, 2 x 3g.71gb, 1 x 4g.71gb, 1 x 7g.141gb"
+ADVICE = "  Add GPUs with mode mig or auto, lower memory_gib, or allow more GPU models (gpu_model)."
+
+
+def test_a_shortfall_names_the_replicas_and_what_each_model_offers():
+    demands = [mig_planner.MigDemand("svc%d" % i, "t", 0, 140000, ("h200-141gb",)) for i in range(6)]
+    demands.append(mig_planner.MigDemand("pinned", "t", 0, 1000, ("h200-141gb",), profile="2g.35gb"))
+    candidates = [mig_planner.MigCandidate("n1", 0, "h200-141gb", True),
+                  mig_planner.MigCandidate("n1", 1, "h200-141gb", True, layout=(("3g.71gb", 2),))]
+    # Six replicas need the whole-card slice (143104 MiB) and one GPU may be cut: short.
+    assert _shortfall(demands, candidates) == "\n".join([
+        "the MIG services do not fit on the GPUs that may be cut with MIG:",
+        "  - 6 replica(s) of svc0, svc1, svc2, svc3 and 2 more need a slice with at least 140000 MiB on h200-141gb",
+        "  - 1 replica(s) of pinned need 2g.35gb on h200-141gb",
+        "  - h200-141gb: 1 GPU(s) free for MIG (+ fixed layouts {'3g.71gb': 2}); largest slice 143104 MiB; per GPU "
+        "at most " + H200_PER_GPU,
+        ADVICE])
+
+
+def test_replicas_no_slice_can_hold_are_named_by_size_the_first_twenty_sizes_only():
+    demands = [mig_planner.MigDemand("big%02d" % i, "t", 0, 150000 + i, ("h200-141gb",)) for i in range(22)]
+    text = _shortfall(demands, [mig_planner.MigCandidate("n1", 0, "h200-141gb", True)]).split("\n")
+    # Largest first: 150021 down to 150002; the two smallest sizes are counted, not named.
+    assert text[0] == "no GPU that may be cut with MIG has a slice that holds these replicas:"
+    assert text[1] == "  - 1 replica(s) of big21 need a slice with at least 150021 MiB on h200-141gb"
+    assert text[20] == "  - 1 replica(s) of big02 need a slice with at least 150002 MiB on h200-141gb"
+    assert text[21:] == ["  - and 2 replica(s) of other sizes",
+                         "  - h200-141gb: 1 GPU(s) free for MIG (+ fixed layouts none); largest slice 143104 MiB; "
+                         "per GPU at most " + H200_PER_GPU, ADVICE]
