@@ -74,3 +74,25 @@ def test_replicas_no_slice_can_hold_are_named_by_size_the_first_twenty_sizes_onl
     assert text[21:] == ["  - and 2 replica(s) of other sizes",
                          "  - h200-141gb: 1 GPU(s) free for MIG (+ fixed layouts none); largest slice 143104 MiB; "
                          "per GPU at most " + H200_PER_GPU, ADVICE]
+
+
+def test_a_shortfall_counts_declared_and_auto_gpus_and_lists_every_model_a_service_may_use():
+    demands = [mig_planner.MigDemand("s%d" % i, "t", 0, 140000, ("h200-141gb",)) for i in range(5)]
+    demands += [mig_planner.MigDemand("t%d" % i, "t", 0, 60000, ("h200-141gb", "h100-80gb")) for i in range(4)]
+    candidates = [mig_planner.MigCandidate("n1", 0, "h200-141gb", True),
+                  mig_planner.MigCandidate("n1", 1, "h200-141gb", False)]
+    # Two GPUs (one declared mig, one auto) hold at most two whole-card slices: five are wanted.
+    assert _shortfall(demands, candidates).split("\n")[1:4] == [
+        "  - 5 replica(s) of s0, s1, s2, s3 and 1 more need a slice with at least 140000 MiB on h200-141gb",
+        "  - 4 replica(s) of t0, t1, t2, t3 need a slice with at least 60000 MiB on h200-141gb, h100-80gb",
+        "  - h200-141gb: 2 GPU(s) free for MIG (+ fixed layouts none); largest slice 143104 MiB; per GPU at most "
+        + H200_PER_GPU]
+
+
+def test_twenty_sizes_are_all_named_and_a_fleet_of_fixed_layouts_offers_nothing_to_cut():
+    demands = [mig_planner.MigDemand("big%02d" % i, "t", 0, 150000 + i, ("h200-141gb",)) for i in range(20)]
+    fixed = mig_planner.MigCandidate("n1", 0, "h200-141gb", True, layout=(("3g.71gb", 2),))
+    assert _shortfall(demands, [fixed]).split("\n")[20:] == [
+        "  - 1 replica(s) of big00 need a slice with at least 150000 MiB on h200-141gb",
+        "  - h200-141gb: 0 GPU(s) free for MIG (+ fixed layouts {'3g.71gb': 2}); largest slice 0 MiB; per GPU at most "
+        "nothing", ADVICE]
