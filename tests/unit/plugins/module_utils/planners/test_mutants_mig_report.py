@@ -6,6 +6,7 @@ survived `make mutation` (docs/testing.md, "Mutation testing")."""
 
 from __future__ import annotations
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import mig_planner
 
 STAGES = [{"objective": "gpus_used", "status": "optimal", "value": 3},
@@ -96,3 +97,17 @@ def test_twenty_sizes_are_all_named_and_a_fleet_of_fixed_layouts_offers_nothing_
         "  - 1 replica(s) of big00 need a slice with at least 150000 MiB on h200-141gb",
         "  - h200-141gb: 0 GPU(s) free for MIG (+ fixed layouts {'3g.71gb': 2}); largest slice 0 MiB; per GPU at most "
         "nothing", ADVICE]
+
+
+def test_valid_slices_follow_the_mig_user_guides_h200_placements():
+    h200 = CATALOG["h200-141gb"]
+    # Placements (MIG User Guide, H100/H200, 8 memory slices): 1g at 0-6, 1g (double memory) and 2g at even
+    # starts (2g: 0, 2, 4), 3g at 0 and 4, 4g and 7g at 0; one media extension per GPU.
+    valid = [[], [("1g.18gb", 0)], [("1g.18gb", 6)], [("7g.141gb", 0)], [("3g.71gb", 0), ("3g.71gb", 4)],
+             [("3g.71gb", 4), ("4g.71gb", 0)], [("1g.18gb+me", 0)], [("2g.35gb", 4), ("1g.35gb", 6), ("3g.71gb", 0)],
+             [("1g.18gb", 1), ("1g.18gb", 0), ("1g.18gb", 2)]]
+    invalid = [[("bogus", 0)], [("1g.18gb", 7)], [("3g.71gb", 2)], [("2g.35gb", 6)], [("3g.71gb", 0), ("3g.71gb", 0)],
+               [("1g.18gb", 0), ("1g.18gb", 1), ("1g.18gb", 0)], [("4g.71gb", 0), ("1g.18gb", 3)],
+               [("1g.18gb+me", 0), ("1g.18gb+me", 1)], [("7g.141gb", 0), ("1g.18gb", 6)]]
+    assert [mig_planner._valid_slices(h200, s) for s in valid] == [True] * len(valid)
+    assert [mig_planner._valid_slices(h200, s) for s in invalid] == [False] * len(invalid)
