@@ -106,3 +106,19 @@ def test_a_fixed_layout_keeps_its_slices_and_takes_the_grown_service():
     assert layouts == {("n1", 0): [("2g.35gb", 0, None, None), ("1g.18gb", 2, "b", 0), ("1g.18gb", 3, "b", 1),
                                    ("3g.71gb", 4, "a", 0)]}
     assert solve.repartitioned == 0
+
+
+def test_moved_replicas_are_counted_and_stable_false_plans_from_scratch_but_still_measures():
+    # a grows to 60 GiB and moves from 2g.35gb at 0 to the spare 3g.71gb at 4: one replica moved, b's two stay.
+    layouts, solve = _replan(_services(60), [_cut_gpu()])
+    assert solve.moved == 1 and solve.repartitioned == 0
+    # Told not to be stable, the planner cuts the GPU as from scratch (not CUT, the first test shows), and
+    # still reports the change against the current state: one GPU re-partitioned.
+    solve = MigSolve()
+    fresh = plan_mig(_services(), [_cut_gpu()], True, solve=solve, stable=False)
+    assert fresh[("n1", 0)].counts() != dict(CUT) and solve.repartitioned == 1 and solve.stable is None
+    # Told to be stable, it is (the current state is known from the candidate).
+    solve = MigSolve()
+    kept = plan_mig(_services(), [_cut_gpu()], True, solve=solve, stable=True)
+    assert [(s.profile, s.start, s.workload, s.replica) for s in kept[("n1", 0)].slices] == list(NOW)
+    assert solve.repartitioned == 0 and solve.stable["value"] == 0
