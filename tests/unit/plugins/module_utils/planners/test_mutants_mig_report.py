@@ -111,3 +111,16 @@ def test_valid_slices_follow_the_mig_user_guides_h200_placements():
                [("1g.18gb+me", 0), ("1g.18gb+me", 1)], [("7g.141gb", 0), ("1g.18gb", 6)]]
     assert [mig_planner._valid_slices(h200, s) for s in valid] == [True] * len(valid)
     assert [mig_planner._valid_slices(h200, s) for s in invalid] == [False] * len(invalid)
+
+
+def test_a_slice_belongs_to_its_services_team_and_auto_gpus_beside_mig_ones_are_cut_first():
+    h200 = "h200-141gb"
+    # n2's GPU 0 is declared mig (owner "ops"); the two 7g.141gb replicas need a second GPU: the auto GPU on n2,
+    # already a MIG node, before n1's (which sorts first by name).
+    candidates = [mig_planner.MigCandidate("n1", 0, h200, False, "ops"), mig_planner.MigCandidate("n2", 0, h200, True, "ops"),
+                  mig_planner.MigCandidate("n2", 1, h200, False, "ops")]
+    demands = [mig_planner.MigDemand("llm", "research", r, 140000, (h200,)) for r in (0, 1)]
+    layouts = mig_planner.plan_mig(demands, candidates, carve_leftover=False)
+    assert sorted(layouts) == [("n2", 0), ("n2", 1)]
+    assert [(s.profile, s.team, s.workload) for key in sorted(layouts) for s in layouts[key].slices] == [
+        ("7g.141gb", "research", "llm")] * 2
