@@ -124,3 +124,11 @@ def test_a_slice_belongs_to_its_services_team_and_auto_gpus_beside_mig_ones_are_
     assert sorted(layouts) == [("n2", 0), ("n2", 1)]
     assert [(s.profile, s.team, s.workload) for key in sorted(layouts) for s in layouts[key].slices] == [
         ("7g.141gb", "research", "llm")] * 2
+
+
+def test_two_profiles_of_one_memory_on_a_fixed_layout_both_serve():
+    # 2g.35gb at 0 and 1g.35gb at 2 (MIG User Guide: both 33024 MiB, size 2): two replicas of 30000 MiB fit.
+    fixed = mig_planner.MigCandidate("n1", 0, "h200-141gb", True, layout=(("1g.35gb", 1), ("2g.35gb", 1)))
+    demands = [mig_planner.MigDemand("emb", "t", r, 30000, ("h200-141gb",)) for r in (0, 1)]
+    layout = mig_planner.plan_mig(demands, [fixed], carve_leftover=False)[("n1", 0)]
+    assert sorted((s.profile, s.workload) for s in layout.slices) == [("1g.35gb", "emb"), ("2g.35gb", "emb")]
