@@ -262,3 +262,34 @@ def test_team_quotas_from_gpus_in_use_at_once():
     # An empty window: nothing in use, no idle hour.
     assert [(q["gpus_in_use_p"], q["gpus_in_use_max"], q["gpus_in_use_mean"], q["idle_hours"])
             for q in proposal.team_quotas(ctx, services, slice(0, 0))] == [(0.0, 0.0, 0.0, [])] * 2
+
+
+# --------------------------------------------------------------------------- placing advised services
+
+def _placement():
+    def node(name, model, teams, dra=False):
+        return SimpleNamespace(name=name, model=model, dra=dra,
+                               gpus=[SimpleNamespace(index=i, team=t) for i, t in enumerate(teams)])
+    nodes = [node("n1", "h200-141gb", ["a", "b"]), node("n2", "l40s", ["a", "b"]), node("n3", "h200-141gb", ["a"], True)]
+    ctx = SimpleNamespace(inventory=SimpleNamespace(nodes=nodes), node_models={n.name: n.model for n in nodes})
+    # chat ran on n1's GPU 1 (team b's) before.
+    services = {("ns", "chat"): SimpleNamespace(devices={"d": SimpleNamespace(key=("n1", 1, "uuid"))})}
+    return proposal._Placement(ctx, services)
+
+
+def test_whole_serving_takes_its_own_gpus_first_then_its_teams_and_never_a_dra_servers():
+    place = _placement()
+    serving = {"sharing": "whole", "kind": "serving", "gpus": 1}
+    place.whole_serving([{**serving, "name": "chat", "team": "a", "replicas": 1, "model": "h200-141gb"},
+                         {**serving, "name": "emb", "team": "b", "replicas": 2, "model": "h200-141gb"},
+                         {**serving, "name": "tune", "team": "b", "replicas": 1, "model": "l40s", "kind": "training"}])
+    # chat: the GPU it used (n1/1) before its team's (n1/0); emb: the one H200 left (n3 is a DRA server), one short.
+    assert place.assigned == {("n1", 1): {"mode": "whole", "team": "a"}, ("n1", 0): {"mode": "whole", "team": "b"}}
+    assert place.unplaced == ["emb: 1 whole h200-141gb GPUs short"]
+    # Any model: the team's own GPU first, then by name.
+    assert place.take(None, 1, {"other"}, "b") == [("n2", 1)]
+    assert place.take(None, 2, {"other"}, "b") == [("n2", 0)] and not place.free
+    # A service new to the fleet takes its team's GPU (n1/1 is b's), not the first by name.
+    place = _placement()
+    place.whole_serving([{**serving, "name": "new", "team": "b", "replicas": 1, "model": "h200-141gb"}])
+    assert place.assigned == {("n1", 1): {"mode": "whole", "team": "b"}}
