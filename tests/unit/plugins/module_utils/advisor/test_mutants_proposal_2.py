@@ -1,9 +1,11 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Cards of one model for an advised demand (proposal._cards_for), worked out by hand from the
-H200's 143771 MiB (nvidia-smi) and the MIG User Guide's H200 placements (8 memory slices:
-3g.71gb at 0 or 4, size 4; 1g.18gb at 0-6, size 1; 7g.141gb the whole card). Kills
-proposal.py mutants that survived `make mutation` (docs/testing.md, "Mutation testing")."""
+"""The proposal's pieces worked out by hand: cards of one model for an advised demand and the
+buying options, the lending window of idle pools, team quotas, entries as they would be
+written, and whole serving GPUs placed; figures from the H200's 143771 MiB (nvidia-smi) and
+the MIG User Guide's H200 placements (8 memory slices: 3g.71gb at 0 or 4, size 4; 1g.18gb at
+0-6, size 1; 7g.141gb the whole card). Kills proposal.py mutants that survived `make
+mutation` (docs/testing.md, "Mutation testing")."""
 
 from __future__ import annotations
 
