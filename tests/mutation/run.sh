@@ -53,7 +53,8 @@ declare -A TESTS=(
         $M/advisor/test_advisor_repair.py $M/advisor/test_mutants_proposal_2.py"
     [advisor/usage_advisor]="$M/advisor/test_usage_advisor.py $M/advisor/test_advisor_rules.py
         $M/advisor/test_advisor_identity.py $M/advisor/test_advisor_mps.py $M/advisor/test_advisor_pooling.py
-        $M/advisor/test_advisor_repair.py $M/advisor/test_mutants_usage_advisor.py $M/advisor/test_mutants_usage_advisor_2.py"
+        $M/advisor/test_advisor_repair.py $M/advisor/test_mutants_usage_advisor.py $M/advisor/test_mutants_usage_advisor_2.py
+        $M/advisor/test_mutants_usage_advisor_3.py"
 )
 
 run_module() {

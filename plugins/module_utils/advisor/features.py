@@ -139,6 +139,8 @@ def services_of(ctx: _Context) -> tuple[dict, list[str]]:
         if not s.namespace or not s.pod:
             unattributed.add("%s GPU %d%s" % (s.node, s.gpu, " MIG %s" % s.instance if s.instance else ""))
             continue
+        if not present_mask(s, usage.steps).any():
+            continue    # only FB_FREE: nothing says the pod was there (it would be a service without a device)
         key = ctx.service_of(s.namespace, s.pod)
         svc = services.get(key)
         if svc is None:

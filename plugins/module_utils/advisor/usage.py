@@ -316,7 +316,8 @@ def _owners(client, grid: _Grid, namespaces: list) -> dict:
                         % (METRIC_OWNER, _namespace_selector(namespaces), grid.window), grid.end)
     for row in rows:
         labels = row["metric"]
-        owners[(labels.get("namespace"), labels.get("pod"))] = (labels.get("owner_kind"), labels.get("owner_name"))
+        if labels.get("namespace") and labels.get("pod"):     # kube-state-metrics sets both; a relabelled copy may not
+            owners[(labels["namespace"], labels["pod"])] = (labels.get("owner_kind"), labels.get("owner_name"))
     return owners
 
 

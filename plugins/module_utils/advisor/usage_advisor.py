@@ -145,8 +145,6 @@ def _pods(usage: UsageData) -> list:
     keys = set(usage.owners) | {(s.namespace, s.pod) for s in usage.series if s.namespace and s.pod}
     out = []
     for ns, pod in keys:
-        if not ns or not pod:
-            continue
         kind, owner = usage.owners.get((ns, pod), (None, None))
         out.append(identity.Pod(ns, pod, kind, owner, tuple(usage.labels.get((ns, pod), ()))))
     return out
