@@ -50,7 +50,7 @@ declare -A TESTS=(
         $M/planners/test_mutants_mig_report.py"
     [advisor/proposal]="$M/advisor/test_advisor_rules.py $M/advisor/test_usage_advisor.py $M/advisor/test_advisor_pooling.py
         $M/advisor/test_mutants_proposal.py $M/advisor/test_advisor_mps.py $M/advisor/test_advisor_identity.py
-        $M/advisor/test_advisor_repair.py $M/advisor/test_mutants_proposal_2.py"
+        $M/advisor/test_advisor_repair.py $M/advisor/test_mutants_proposal_2.py $M/advisor/test_mutants_proposal_3.py"
     [advisor/usage_advisor]="$M/advisor/test_usage_advisor.py $M/advisor/test_advisor_rules.py
         $M/advisor/test_advisor_identity.py $M/advisor/test_advisor_mps.py $M/advisor/test_advisor_pooling.py
         $M/advisor/test_advisor_repair.py $M/advisor/test_mutants_usage_advisor.py $M/advisor/test_mutants_usage_advisor_2.py

@@ -255,7 +255,7 @@ class _Placement:
         for r in advised:
             if r["sharing"] != TIMESLICE:
                 continue
-            card = gpu_catalog.CATALOG.get(r["model"]) if r.get("model") else None
+            card = gpu_catalog.CATALOG.get(r.get("model"))
             need = r["replicas"] * r["memory_need_mib"]
             joined = []
             for other in r.get("shared_with") or ():
