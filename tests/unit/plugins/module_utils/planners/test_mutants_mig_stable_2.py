@@ -1,0 +1,50 @@
+# Copyright: (c) 2026, gpushare.cluster contributors
+# GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
+"""Stable re-planning's layouts written out whole, on one or two H200s worked out by hand: every
+field of every slice (size and memory from the MIG User Guide's H200 table: 1g.18gb size 1,
+16384 MiB; 2g.35gb size 2, 33024 MiB; 3g.71gb size 4, 71168 MiB; 7g.141gb size 8, 143104 MiB),
+the current state a layout gives for the next re-plan, current slices listed in any order, and
+fixed layouts that differ from the GPU's current one. Kills mig_planner mutants that survived
+`make mutation` (docs/testing.md, "Mutation testing")."""
+
+from __future__ import annotations
+
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.mig_planner import (
+    MigCandidate, MigDemand, MigSlice, MigSolve, plan_mig)
+
+H200 = "h200-141gb"
+GIB = 1024
+NOW = (("2g.35gb", 0, "a", 0), ("1g.18gb", 2, "b", 0), ("1g.18gb", 3, "b", 1), ("3g.71gb", 4, None, None))
+CUT = (("1g.18gb", 2), ("2g.35gb", 1), ("3g.71gb", 1))
+# a belongs to team ta, b to tb; the GPU's spare slices to its owner, t.
+SERVICES = [MigDemand("a", "ta", 0, 20 * GIB, (H200,)), MigDemand("b", "tb", 0, 10 * GIB, (H200,)),
+            MigDemand("b", "tb", 1, 10 * GIB, (H200,))]
+
+
+def test_a_kept_layout_gives_every_slice_with_its_size_memory_team_and_replica():
+    for current_slices in (NOW, tuple(reversed(NOW))):        # listed in any order: kept in start order
+        layouts = plan_mig(SERVICES, [MigCandidate("n1", 0, H200, True, "t", None, (), CUT, current_slices)], True)
+        layout = layouts[("n1", 0)]
+        assert (layout.node, layout.index, layout.model) == ("n1", 0, H200)
+        assert layout.slices == [
+            MigSlice("2g.35gb", 0, 2, 33024, "ta", "a", 0), MigSlice("1g.18gb", 2, 1, 16384, "tb", "b", 0),
+            MigSlice("1g.18gb", 3, 1, 16384, "tb", "b", 1), MigSlice("3g.71gb", 4, 4, 71168, "t", None, None)]
+        # What the next re-plan reads as this GPU's current state.
+        assert layout.as_current() == {"current": CUT, "current_slices": NOW}
+
+
+def test_fixed_layouts_other_than_the_current_one_count_as_re_partitioned():
+    # Both GPUs are fixed to CUT by the inventory but run 7g.141gb now: both change whatever the
+    # plan (2 re-partitioned), and the slices are placed as the MIG User Guide allows, smallest
+    # starts first (2g.35gb at 0, 1g.18gb at 2 and 3, 3g.71gb at 4).
+    full = (("7g.141gb", 1),)
+    candidates = [MigCandidate("n1", i, H200, True, "t", CUT, (), full, (("7g.141gb", 0, None, None),))
+                  for i in (0, 1)]
+    solve = MigSolve()
+    layouts = plan_mig(SERVICES, candidates, True, solve=solve)
+    assert solve.repartitioned == 2 and solve.stable["value"] == 2
+    for key in (("n1", 0), ("n1", 1)):
+        assert sorted((s.profile, s.start) for s in layouts[key].slices) == \
+            [("1g.18gb", 2), ("1g.18gb", 3), ("2g.35gb", 0), ("3g.71gb", 4)]
+    assert sorted((s.workload, s.replica) for layout in layouts.values() for s in layout.slices if s.workload) == \
+        [("a", 0), ("b", 0), ("b", 1)]
