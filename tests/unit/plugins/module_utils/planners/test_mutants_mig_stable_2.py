@@ -48,3 +48,50 @@ def test_fixed_layouts_other_than_the_current_one_count_as_re_partitioned():
             [("1g.18gb", 2), ("1g.18gb", 3), ("2g.35gb", 0), ("3g.71gb", 4)]
     assert sorted((s.workload, s.replica) for layout in layouts.values() for s in layout.slices if s.workload) == \
         [("a", 0), ("b", 0), ("b", 1)]
+
+
+def _slices(layouts):
+    return {key: sorted((s.profile, s.start, s.workload) for s in layout.slices) for key, layout in layouts.items()}
+
+
+def test_without_a_current_state_the_plan_is_from_scratch_and_measures_nothing():
+    solve = MigSolve()
+    plan_mig(SERVICES, [MigCandidate("n1", 0, H200, True, "t")], True, solve=solve)
+    assert (solve.repartitioned, solve.moved, solve.stable) == (None, None, None)
+
+
+def test_a_gpu_with_current_counts_but_no_slices_listed_makes_the_state_known():
+    # The current counts alone are enough to re-plan stably: CUT stays (nothing re-partitioned).
+    solve = MigSolve()
+    layouts = plan_mig(SERVICES, [MigCandidate("n1", 0, H200, True, "t", None, (), CUT)], True, solve=solve)
+    assert solve.stable is not None and solve.repartitioned == 0
+    assert sorted((s.profile, s.start) for s in layouts[("n1", 0)].slices) == \
+        [("1g.18gb", 2), ("1g.18gb", 3), ("2g.35gb", 0), ("3g.71gb", 4)]
+
+
+def test_stable_true_with_nothing_known_is_stable_all_the_same_and_needs_no_solve_record():
+    # Told to be stable with no current state: every GPU counts as not in MIG mode now; the
+    # declared GPU is cut (1 re-partitioned). Without a MigSolve passed in, nothing fails.
+    solve = MigSolve()
+    plan_mig(SERVICES, [MigCandidate("n1", 0, H200, True, "t")], True, solve=solve, stable=True)
+    assert solve.stable is not None and solve.repartitioned == 1
+    layouts = plan_mig(SERVICES, [MigCandidate("n1", 0, H200, True, "t", None, (), CUT, NOW)], True)
+    assert _slices(layouts) == {("n1", 0): sorted((p, s, w) for p, s, w, _r in NOW)}
+
+
+def test_by_default_the_leftover_is_carved_and_an_unused_declared_gpu_stays_mig():
+    # One 10 GiB replica on a declared H200: a 1g.18gb, and the rest carved (by default) into more
+    # slices (without carving the GPU would hold that one slice). A declared GPU with no service
+    # is cut all the same (7g.141gb, the one profile spanning the grid).
+    layouts = plan_mig(SERVICES[1:2], [MigCandidate("n1", 0, H200, True, "t"), MigCandidate("n1", 1, H200, True, "t")])
+    used = layouts[("n1", 0)].slices
+    assert ("1g.18gb", "b") in {(s.profile, s.workload) for s in used} and len(used) > 1
+    assert _slices(layouts)[("n1", 1)] == [("7g.141gb", 0, None)]
+
+
+def test_a_fixed_layout_keeps_every_slice_even_unused():
+    # Planned from scratch, the GPU fixed to CUT hosts only b's two replicas: its 2g.35gb and
+    # 3g.71gb stay, spare.
+    layouts = plan_mig(SERVICES[1:], [MigCandidate("n1", 0, H200, True, "t", CUT)], True)
+    assert sorted(s.profile for s in layouts[("n1", 0)].slices) == ["1g.18gb", "1g.18gb", "2g.35gb", "3g.71gb"]
+    assert sorted(s.workload for s in layouts[("n1", 0)].slices if s.workload) == ["b", "b"]
