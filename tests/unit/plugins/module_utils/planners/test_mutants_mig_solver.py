@@ -136,7 +136,9 @@ def test_a_first_stage_stopped_without_a_layout_finds_any_layout_then_goes_on(mo
     assert sorted(layouts.values()) == sorted(plain_layouts.values())
     assert [s["status"] for s in solve.stages] == ["time limit", "optimal", "optimal"]
     assert (solve.exact, solve.gap) == (False, None)
-    assert solve.as_dict()["time_limit_s"] == 20.0
+    # Not exact: the report carries the time limit and the seconds the solve took.
+    report = solve.as_dict()
+    assert report["time_limit_s"] == 20.0 and 0.0 <= report["seconds"] < 60.0
 
 
 def test_stages_stopped_with_a_layout_report_the_largest_gap(monkeypatch):
@@ -194,3 +196,11 @@ def test_later_stages_keep_the_earlier_objectives_even_where_a_re_cut_would_give
         ("2g.35gb", 0, "a", 0), ("1g.18gb", 2, "b", 0), ("1g.18gb", 3, "b", 1), ("3g.71gb", 4, None, None)]
     assert (solve.repartitioned, solve.moved) == (0, 1)
     assert solve.stages[-1] == {"objective": "slice_memory_mib", "status": "optimal", "value": 65792}
+
+
+def test_a_stable_re_plan_stopped_at_the_limit_reports_its_seconds(monkeypatch):
+    _HiGHS(monkeypatch, {1: _stopped(1, keep_x=True, gap=0.01)})
+    layouts, solve = _stable()
+    assert layouts == {("n1", 0): list(NOW)}
+    report = solve.as_dict()
+    assert (report["exact"], report["gap"]) == (False, 0.01) and 0.0 <= report["seconds"] < 60.0
