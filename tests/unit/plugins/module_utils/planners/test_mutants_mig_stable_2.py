@@ -95,3 +95,27 @@ def test_a_fixed_layout_keeps_every_slice_even_unused():
     layouts = plan_mig(SERVICES[1:], [MigCandidate("n1", 0, H200, True, "t", CUT)], True)
     assert sorted(s.profile for s in layouts[("n1", 0)].slices) == ["1g.18gb", "1g.18gb", "2g.35gb", "3g.71gb"]
     assert sorted(s.workload for s in layouts[("n1", 0)].slices if s.workload) == ["b", "b"]
+
+
+def test_a_kept_layout_keeps_its_slices_where_they_are_not_where_a_fresh_cut_would_put_them():
+    # b's 1g.18gb at 0 and 1, a's 2g.35gb at 2 (2g.35gb may start at 0, 2 or 4), the 3g.71gb at 4:
+    # valid, and not the order a fresh cut places them in (largest first). Listed shuffled.
+    now = (("1g.18gb", 0, "b", 0), ("1g.18gb", 1, "b", 1), ("2g.35gb", 2, "a", 0), ("3g.71gb", 4, None, None))
+    shuffled = (now[2], now[3], now[1], now[0])
+    layouts = plan_mig(SERVICES, [MigCandidate("n1", 0, H200, True, "t", None, (), CUT, shuffled)], True)
+    assert [(s.profile, s.start, s.workload, s.replica) for s in layouts[("n1", 0)].slices] == list(now)
+
+
+NOT_FRESH = (("1g.18gb", 0, "b", 0), ("1g.18gb", 1, "b", 1), ("2g.35gb", 2, "a", 0), ("3g.71gb", 4, None, None))
+
+
+def test_a_fixed_layout_equal_to_the_current_one_keeps_its_slices_where_they_are():
+    layouts = plan_mig(SERVICES, [MigCandidate("n1", 0, H200, True, "t", CUT, (), CUT, NOT_FRESH)], True)
+    assert [(s.profile, s.start, s.workload, s.replica) for s in layouts[("n1", 0)].slices] == list(NOT_FRESH)
+
+
+def test_current_slices_that_do_not_match_the_current_counts_are_placed_afresh():
+    # The exporter listed three of the four slices: the counts say CUT, so the GPU keeps CUT, placed
+    # as a fresh cut places it (every slice of CUT, none missing).
+    layouts = plan_mig(SERVICES, [MigCandidate("n1", 0, H200, True, "t", None, (), CUT, NOT_FRESH[:3])], True)
+    assert sorted(s.profile for s in layouts[("n1", 0)].slices) == ["1g.18gb", "1g.18gb", "2g.35gb", "3g.71gb"]
