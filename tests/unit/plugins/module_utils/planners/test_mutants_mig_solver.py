@@ -16,6 +16,7 @@ import pytest
 import scipy.optimize
 from scipy.optimize import OptimizeResult
 
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners import mig_planner
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.mig_planner import (
     MigCandidate, MigDemand, MigShortfall, MigSolve, plan_mig)
 
@@ -204,3 +205,29 @@ def test_a_stable_re_plan_stopped_at_the_limit_reports_its_seconds(monkeypatch):
     assert layouts == {("n1", 0): list(NOW)}
     report = solve.as_dict()
     assert (report["exact"], report["gap"]) == (False, 0.01) and 0.0 <= report["seconds"] < 60.0
+
+
+def test_when_a_mix_of_patterns_cannot_be_cut_from_whole_gpus_everything_is_solved_again_whole(monkeypatch):
+    # The first pass's patterns made "uncuttable" (whole_gpus answers None once): _solve solves
+    # again with whole GPUs per pattern, under the same time limit, and says so.
+    plain_layouts, plain = _fresh()
+    real = mig_planner._Programme.whole_gpus
+    calls = []
+
+    def uncuttable_once(self, values):
+        calls.append(1)
+        return None if len(calls) == 1 else real(self, values)
+    monkeypatch.setattr(mig_planner._Programme, "whole_gpus", uncuttable_once)
+    highs = _HiGHS(monkeypatch)
+    layouts, solve = _fresh()
+    assert solve.whole_patterns is True and plain.whole_patterns is False
+    assert sorted(layouts.values()) == sorted(plain_layouts.values())
+    assert [s["value"] for s in solve.stages] == [s["value"] for s in plain.stages]
+    second = highs.calls[3:6]
+    assert [kw["options"]["time_limit"] for _a, kw, _n in second] == [20.0] * 3
+    # Whole GPUs per pattern: the pattern columns, which come first, are integers now; every
+    # other column keeps its integrality (the replicas' routes stay continuous).
+    first, again = highs.calls[0][1]["integrality"], second[0][1]["integrality"]
+    made_whole = [i for i in range(len(first)) if first[i] == 0 and again[i] == 1]
+    assert made_whole and made_whole == list(range(len(made_whole)))
+    assert all(first[i] == again[i] for i in range(len(made_whole), len(first)))

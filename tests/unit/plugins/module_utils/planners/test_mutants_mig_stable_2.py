@@ -119,3 +119,42 @@ def test_current_slices_that_do_not_match_the_current_counts_are_placed_afresh()
     # as a fresh cut places it (every slice of CUT, none missing).
     layouts = plan_mig(SERVICES, [MigCandidate("n1", 0, H200, True, "t", None, (), CUT, NOT_FRESH[:3])], True)
     assert sorted(s.profile for s in layouts[("n1", 0)].slices) == ["1g.18gb", "1g.18gb", "2g.35gb", "3g.71gb"]
+
+
+def test_a_pinned_replica_gets_the_one_slice_of_its_profile_and_the_unpinned_one_the_other():
+    # The GPU is cut 4g.71gb at 0 + 3g.71gb at 4 (both 71168 MiB), nothing on it yet. p is pinned
+    # to 3g.71gb; u needs 60 GiB, any 71168 MiB slice: u must leave the 3g.71gb to p.
+    current = (("3g.71gb", 1), ("4g.71gb", 1))
+    now = (("4g.71gb", 0, None, None), ("3g.71gb", 4, None, None))
+    demands = [MigDemand("u", "t", 0, 60 * GIB, (H200,)), MigDemand("p", "t", 0, 60 * GIB, (H200,), "3g.71gb")]
+    solve = MigSolve()
+    layouts = plan_mig(demands, [MigCandidate("n1", 0, H200, True, "t", None, (), current, now)], True, solve=solve)
+    assert [(s.profile, s.start, s.workload) for s in layouts[("n1", 0)].slices] == \
+        [("4g.71gb", 0, "u"), ("3g.71gb", 4, "p")]
+    assert solve.repartitioned == 0
+
+
+def test_of_two_gpus_cut_alike_the_one_hosting_more_replicas_is_kept():
+    # GPUs 0 and 1 are both cut CUT. GPU 0 hosts a and b's two replicas, GPU 1 only e (10 GiB on a
+    # 1g.18gb at 2). big is pinned to 7g.141gb: one GPU must be re-cut for it. Keeping GPU 0 keeps
+    # three replicas in place; e moves to GPU 0's spare 3g.71gb. One GPU re-partitioned, three kept.
+    gpu1 = (("2g.35gb", 0, None, None), ("1g.18gb", 2, "e", 0), ("1g.18gb", 3, None, None), ("3g.71gb", 4, None, None))
+    candidates = [MigCandidate("n1", 0, H200, True, "t", None, (), CUT, NOW),
+                  MigCandidate("n1", 1, H200, True, "t", None, (), CUT, gpu1)]
+    demands = SERVICES + [MigDemand("e", "t", 0, 10 * GIB, (H200,)), MigDemand("big", "t", 0, GIB, (H200,), "7g.141gb")]
+    solve = MigSolve()
+    layouts = plan_mig(demands, candidates, True, solve=solve)
+    assert _slices(layouts) == {("n1", 0): sorted([("2g.35gb", 0, "a"), ("1g.18gb", 2, "b"), ("1g.18gb", 3, "b"),
+                                                   ("3g.71gb", 4, "e")]),
+                                ("n1", 1): [("7g.141gb", 0, "big")]}
+    assert (solve.repartitioned, solve.moved) == (1, 1)
+    assert solve.stays["value"] == 3
+
+
+def test_replicas_of_a_service_that_is_gone_leave_the_others_in_place():
+    # a is no longer planned: its 2g.35gb becomes spare; b's two replicas stay (2 kept in place).
+    solve = MigSolve()
+    layouts = plan_mig(SERVICES[1:], [MigCandidate("n1", 0, H200, True, "t", None, (), CUT, NOW)], True, solve=solve)
+    assert _slices(layouts)[("n1", 0)] == sorted([("2g.35gb", 0, None), ("1g.18gb", 2, "b"), ("1g.18gb", 3, "b"),
+                                                  ("3g.71gb", 4, None)])
+    assert solve.stays["value"] == 2
