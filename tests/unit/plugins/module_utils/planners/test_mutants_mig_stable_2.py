@@ -158,3 +158,17 @@ def test_replicas_of_a_service_that_is_gone_leave_the_others_in_place():
     assert _slices(layouts)[("n1", 0)] == sorted([("2g.35gb", 0, None), ("1g.18gb", 2, "b"), ("1g.18gb", 3, "b"),
                                                   ("3g.71gb", 4, None)])
     assert solve.stays["value"] == 2
+
+
+def test_an_unpinned_replica_leaves_its_slice_to_a_pinned_one_that_needs_the_profile():
+    # u (60 GiB, any 71168 MiB slice) is on the GPU's only 3g.71gb, at 4; the 4g.71gb at 0 is spare.
+    # p, new, is pinned to 3g.71gb: re-cutting would re-partition the GPU, so u moves to the 4g.71gb
+    # and p takes the 3g.71gb. One replica moved.
+    current = (("3g.71gb", 1), ("4g.71gb", 1))
+    now = (("4g.71gb", 0, None, None), ("3g.71gb", 4, "u", 0))
+    demands = [MigDemand("u", "t", 0, 60 * GIB, (H200,)), MigDemand("p", "t", 0, 60 * GIB, (H200,), "3g.71gb")]
+    solve = MigSolve()
+    layouts = plan_mig(demands, [MigCandidate("n1", 0, H200, True, "t", None, (), current, now)], True, solve=solve)
+    assert [(s.profile, s.start, s.workload) for s in layouts[("n1", 0)].slices] == \
+        [("4g.71gb", 0, "u"), ("3g.71gb", 4, "p")]
+    assert (solve.repartitioned, solve.moved) == (0, 1)
