@@ -103,9 +103,9 @@ def test_the_settings_decide_the_kind_in_the_window_and_in_each_half():
     # serving_presence 0.9; under 0.95 a training run (runs of 2 h or longer), given a whole GPU.
     up = (np.arange(14 * 24) % 12) != 11
     usage = _history(14, up=up, anchor_up=np.ones(14 * 24, dtype=bool))
-    default, _ = _vllm(usage)
+    default, _advice = _vllm(usage)
     assert (default["kind"], default["halves"]) == ("serving", [SMALL, SMALL])
-    strict, _ = _vllm(usage, serving_presence=0.95)
+    strict, _advice = _vllm(usage, serving_presence=0.95)
     assert (strict["status"], strict["kind"], strict["sharing"], strict["gpus"], strict["mig_profile"]) == \
         ("ok", "training", "whole", 1, None)
     assert strict["halves"] == ["training ok whole 1", "training ok whole 1"]
@@ -116,7 +116,7 @@ def test_a_choice_that_is_not_ok_is_not_checked_for_stability():
     b = usage_synth.Builder(days=14, step=HOUR)
     b.pod("prod-serving", VLLM_POD, "ReplicaSet", "vllm-chat-6c9f7d8b5d")
     b.device("gpu01", 0, "prod-serving", VLLM_POD, None, np.full(b.steps, 0.1))
-    vllm, _ = _vllm(b.usage())
+    vllm, _advice = _vllm(b.usage())
     assert vllm["status"] == "not_enough_data"
     assert vllm["reason"] == "vllm-chat has no DCGM_FI_DEV_FB_USED samples: its memory need is unknown"
     assert "halves" not in vllm
