@@ -219,3 +219,26 @@ def test_fractional_routes_with_replicas_staying_in_place(programme_of):
         per_kind[k[1]] = per_kind.get(k[1], 0) + n
     assert per_class == {a: 1, b: 2, cd: 2} and per_kind == {16384: 1, 33024: 1, 71168: 3}
     assert (b, 0, ("mem", 16384), 1) in routes
+
+
+def test_slices_of_every_kept_group_are_not_wanted_again(programme_of):
+    # Two kept groups in one pool: GPU 0 cut 5 x 1g.18gb (b's five replicas at 0-4) + 1g.35gb at 6
+    # (a); GPU 1 cut 7 x 1g.18gb (e's seven). c (60 GiB) needs a 71168 MiB slice: GPU 2 is re-cut.
+    # Given: 12 x 16384 MiB (5 + 7, all on the kept GPUs), 1 x 33024, 1 x 71168. As a mix (half
+    # 3g.71gb + 4g.71gb, half 7g.141gb) GPU 2 must become one whole GPU holding one 71168 MiB slice;
+    # asking it for any of the 1g.18gb slices too would not fit beside it.
+    g0 = tuple(("1g.18gb", i, "b", i) for i in range(5)) + (("1g.35gb", 6, "a", 0),)
+    g1 = tuple(("1g.18gb", i, "e", i) for i in range(7))
+    candidates = [MigCandidate("n1", 0, H200, True, "t", None, (), (("1g.18gb", 5), ("1g.35gb", 1)), g0),
+                  MigCandidate("n1", 1, H200, True, "t", None, (), (("1g.18gb", 7),), g1),
+                  MigCandidate("n1", 2, H200, False, "t")]
+    demands = _replicas("a", 1, 20) + _replicas("b", 5, 10) + _replicas("e", 7, 10) + _replicas("c", 1, 60)
+    programme, values = programme_of(demands, candidates)
+    assert len(programme.keep) == 2 and list(values[programme.KU:programme.KI]) == [1, 1]
+    values = values.copy()
+    values[:programme.A] = 0.0
+    values[_column(programme, 0, {"3g.71gb": 1, "4g.71gb": 1})] = 0.5
+    values[_column(programme, 0, {"7g.141gb": 1})] = 0.5
+    chosen = programme.whole_gpus(values)
+    assert len(chosen) == 1 and chosen[0][2] == 1
+    assert sum(n for name, n in chosen[0][1].items() if MEMORY[name] == 71168) >= 1
