@@ -9,8 +9,10 @@ fixed layouts that differ from the GPU's current one. Kills mig_planner mutants 
 
 from __future__ import annotations
 
+import pytest
+
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.mig_planner import (
-    MigCandidate, MigDemand, MigSlice, MigSolve, plan_mig)
+    MigCandidate, MigDemand, MigShortfall, MigSlice, MigSolve, plan_mig)
 
 H200 = "h200-141gb"
 GIB = 1024
@@ -172,3 +174,12 @@ def test_an_unpinned_replica_leaves_its_slice_to_a_pinned_one_that_needs_the_pro
     assert [(s.profile, s.start, s.workload) for s in layouts[("n1", 0)].slices] == \
         [("4g.71gb", 0, "u"), ("3g.71gb", 4, "p")]
     assert (solve.repartitioned, solve.moved) == (0, 1)
+
+
+def test_a_replica_only_an_uncut_profile_could_hold_on_fixed_gpus_is_hopeless():
+    # The only A100 is fixed at 7 x 1g.10gb (9728 MiB each); a replica needs 30 GiB. Its own cut
+    # could hold it (3g.40gb) but a fixed layout is never cut: no slice anywhere holds it.
+    with pytest.raises(MigShortfall) as raised:
+        plan_mig([MigDemand("x", "t", 0, 30 * GIB, ("a100-80gb",))],
+                 [MigCandidate("n1", 0, "a100-80gb", True, "t", (("1g.10gb", 7),))], True)
+    assert str(raised.value).startswith("no GPU that may be cut with MIG has a slice that holds these replicas:")
