@@ -12,14 +12,9 @@ Placements and memory from the NVIDIA MIG User Guide's H200 table (docs/gpu-fact
 
 from __future__ import annotations
 
+from mig_cases import CUT, GIB, H200, NOW
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.mig_planner import (
     MigCandidate, MigDemand, MigSolve, plan_mig)
-
-H200 = "h200-141gb"
-# GPU 0 now: 2g.35gb at 0 (service a), 1g.18gb at 2 and 3 (service b's replicas), 3g.71gb at 4 spare.
-NOW = (("2g.35gb", 0, "a", 0), ("1g.18gb", 2, "b", 0), ("1g.18gb", 3, "b", 1), ("3g.71gb", 4, None, None))
-CUT = (("1g.18gb", 2), ("2g.35gb", 1), ("3g.71gb", 1))
-GIB = 1024
 
 
 def _cut_gpu():

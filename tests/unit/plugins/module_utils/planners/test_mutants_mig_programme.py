@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import pytest
 
+from mig_cases import CUT, GIB, H200, NOW
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import mig_planner
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.mig_planner import MigCandidate, MigDemand
 
-H200, A100 = "h200-141gb", "a100-80gb"
-GIB = 1024
+A100 = "a100-80gb"
 MEMORY = {"1g.18gb": 16384, "1g.35gb": 33024, "2g.35gb": 33024, "3g.71gb": 71168, "4g.71gb": 71168,
           "7g.141gb": 143104}
 
@@ -173,8 +173,19 @@ def test_a_pool_of_fixed_layouts_whose_slices_are_all_given_wants_nothing(progra
     assert len(chosen) == 1 and chosen[0][0] == 1 and _holds(chosen[0][1], 2)
 
 
-NOW = (("2g.35gb", 0, "a", 0), ("1g.18gb", 2, "b", 0), ("1g.18gb", 3, "b", 1), ("3g.71gb", 4, None, None))
-CUT = (("1g.18gb", 2), ("2g.35gb", 1), ("3g.71gb", 1))
+def _recut_as_a_71168_mix(programme, values):
+    """The whole GPUs for the re-cut GPU of pool 0 as a mix: half 3g.71gb + 4g.71gb (two 71168 MiB
+    slices), half 7g.141gb; the slices given as in ``values``."""
+    values = values.copy()
+    values[:programme.A] = 0.0
+    values[_column(programme, 0, {"3g.71gb": 1, "4g.71gb": 1})] = 0.5
+    values[_column(programme, 0, {"7g.141gb": 1})] = 0.5
+    return programme.whole_gpus(values)
+
+
+def _one_gpu_holds_a_71168_slice(chosen):
+    assert len(chosen) == 1 and chosen[0][2] == 1
+    assert sum(n for name, n in chosen[0][1].items() if MEMORY[name] == 71168) >= 1
 
 
 def _stable_programme(programme_of):
@@ -187,15 +198,8 @@ def _stable_programme(programme_of):
 
 def test_slices_of_kept_layouts_are_not_wanted_again(programme_of):
     programme, values = _stable_programme(programme_of)
-    values = values.copy()
-    values[:programme.A] = 0.0
-    # GPU 1 as a mix: half 3g.71gb + 4g.71gb (two 71168 MiB slices), half 7g.141gb. Given: two
-    # 71168 MiB slices, of which the kept GPU has one: one more wanted.
-    values[_column(programme, 0, {"3g.71gb": 1, "4g.71gb": 1})] = 0.5
-    values[_column(programme, 0, {"7g.141gb": 1})] = 0.5
-    chosen = programme.whole_gpus(values)
-    assert len(chosen) == 1 and chosen[0][2] == 1
-    assert sum(n for name, n in chosen[0][1].items() if MEMORY[name] == 71168) >= 1
+    # Given: two 71168 MiB slices, of which the kept GPU has one: one more wanted.
+    _one_gpu_holds_a_71168_slice(_recut_as_a_71168_mix(programme, values))
 
 
 def test_fractional_routes_with_replicas_staying_in_place(programme_of):
@@ -235,10 +239,4 @@ def test_slices_of_every_kept_group_are_not_wanted_again(programme_of):
     demands = _replicas("a", 1, 20) + _replicas("b", 5, 10) + _replicas("e", 7, 10) + _replicas("c", 1, 60)
     programme, values = programme_of(demands, candidates)
     assert len(programme.keep) == 2 and list(values[programme.KU:programme.KI]) == [1, 1]
-    values = values.copy()
-    values[:programme.A] = 0.0
-    values[_column(programme, 0, {"3g.71gb": 1, "4g.71gb": 1})] = 0.5
-    values[_column(programme, 0, {"7g.141gb": 1})] = 0.5
-    chosen = programme.whole_gpus(values)
-    assert len(chosen) == 1 and chosen[0][2] == 1
-    assert sum(n for name, n in chosen[0][1].items() if MEMORY[name] == 71168) >= 1
+    _one_gpu_holds_a_71168_slice(_recut_as_a_71168_mix(programme, values))

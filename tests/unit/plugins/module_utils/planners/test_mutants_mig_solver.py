@@ -16,16 +16,12 @@ import pytest
 import scipy.optimize
 from scipy.optimize import OptimizeResult
 
+from mig_cases import CUT, GIB, H200, NOW
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import mig_planner
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.mig_planner import (
     MigCandidate, MigDemand, MigShortfall, MigSolve, plan_mig)
 
-H200 = "h200-141gb"
-GIB = 1024
-# One H200 cut as 2g.35gb at 0 (service a), 1g.18gb at 2 and 3 (b's two replicas), 3g.71gb at 4 spare
-# (placements and memory: the MIG User Guide's H200 table).
-NOW = (("2g.35gb", 0, "a", 0), ("1g.18gb", 2, "b", 0), ("1g.18gb", 3, "b", 1), ("3g.71gb", 4, None, None))
-CUT = (("1g.18gb", 2), ("2g.35gb", 1), ("3g.71gb", 1))
+# The services on the cut H200 (mig_cases.NOW).
 SERVICES = [MigDemand("a", "t", 0, 20 * GIB, (H200,)), MigDemand("b", "t", 0, 10 * GIB, (H200,)),
             MigDemand("b", "t", 1, 10 * GIB, (H200,))]
 REAL_MILP = scipy.optimize.milp

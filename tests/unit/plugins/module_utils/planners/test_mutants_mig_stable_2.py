@@ -11,13 +11,10 @@ from __future__ import annotations
 
 import pytest
 
+from mig_cases import CUT, GIB, H200, NOW
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.mig_planner import (
     MigCandidate, MigDemand, MigShortfall, MigSlice, MigSolve, plan_mig)
 
-H200 = "h200-141gb"
-GIB = 1024
-NOW = (("2g.35gb", 0, "a", 0), ("1g.18gb", 2, "b", 0), ("1g.18gb", 3, "b", 1), ("3g.71gb", 4, None, None))
-CUT = (("1g.18gb", 2), ("2g.35gb", 1), ("3g.71gb", 1))
 # a belongs to team ta, b to tb; the GPU's spare slices to its owner, t.
 SERVICES = [MigDemand("a", "ta", 0, 20 * GIB, (H200,)), MigDemand("b", "tb", 0, 10 * GIB, (H200,)),
             MigDemand("b", "tb", 1, 10 * GIB, (H200,))]
