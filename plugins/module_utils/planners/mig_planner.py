@@ -34,7 +34,6 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from functools import lru_cache
 from math import inf
-from itertools import combinations_with_replacement, product
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import mig_geometry
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
@@ -849,45 +848,21 @@ def _canonical_profiles(gpu: MigCandidate, assigned):
     A replica that is not pinned only needs memory, and the solver only counts slices by
     memory, so 1g.35gb or 2g.35gb (3g.71gb or 4g.71gb) is its pattern's accident; that
     accident differed between the day and night states of one inventory and re-cut an
-    unchanged GPU. Here each gets, per memory, the profile with the fewest compute slices
-    that still places next to the others (the compute left over goes to the carved rest).
+    unchanged GPU. Here each gets, per memory, the allowed profile with the fewest compute
+    slices (the compute left over goes to the carved rest). That one places wherever the
+    solver's did: on every catalogue model it has the same size, every start of the others
+    and room for as many (tests/unit/.../hardware/test_gpu_catalog.py checks it).
+    Pinned replicas come first, then the others by memory, each in the order given.
     """
     model = CATALOG[gpu.model]
-    pinned: dict[str, int] = Counter()
-    free: dict[int, list[MigDemand]] = defaultdict(list)      # MiB -> replicas that only need memory
-    for name, d in assigned:
-        if d.profile:
-            pinned[name] += 1
-        else:
-            free[model.profile(name).memory_mib].append(d)
-    levels = tuple(sorted((memory, len(ds)) for memory, ds in free.items()))
-    names = _fewest_compute(gpu.model, _allowed_names(gpu.model, tuple(gpu.forbidden), ()),
-                            tuple(sorted(pinned.items())), levels)
-    if names is None:     # cannot happen: the solver's own choice places; keep it then
-        return assigned
+    allowed = _allowed(gpu)
     out = [(name, d) for name, d in assigned if d.profile]
-    for memory, _n in levels:
-        out += zip(names[memory], free[memory])
+    free = sorted(((model.profile(name).memory_mib, d) for name, d in assigned if not d.profile), key=lambda md: md[0])
+    for memory, d in free:
+        fewest = min((p for p in model.base_profiles if p.memory_mib == memory and p.name in allowed),
+                     key=lambda p: p.compute_slices)
+        out.append((fewest.name, d))
     return out
-
-
-@lru_cache(maxsize=4096)
-def _fewest_compute(model_key: str, allowed: tuple[str, ...], pinned, levels):
-    """Per memory, the profiles for ``levels`` ((MiB, count), ...) with the fewest compute
-    slices in all that place next to ``pinned`` ((profile, count), ...), or None."""
-    model = CATALOG[model_key]
-    per_level = []
-    for memory, n in levels:
-        names = sorted(p.name for p in model.base_profiles if p.memory_mib == memory and p.name in allowed)
-        per_level.append([(memory, combo) for combo in combinations_with_replacement(names, n)])
-    choices = sorted(product(*per_level), key=lambda choice: (
-        sum(model.profile(name).compute_slices for _m, combo in choice for name in combo), choice))
-    for choice in choices:
-        counts = Counter(dict(pinned))
-        counts.update(name for _m, combo in choice for name in combo)
-        if mig_geometry.feasible(model, counts):
-            return {memory: sorted(combo) for memory, combo in choice}
-    return None
 
 
 def _used_counts(pattern: dict[str, int], assigned, fixed: bool) -> dict[str, int]:
@@ -1179,10 +1154,10 @@ def _realise_stable(pools, stable: _Stable, classes, chosen_patterns, routes, ke
     layouts = {}
     for key, slices in concrete.items():
         layouts[key] = _layout_at(stable.by_key[key], slices, placed[key])
-    for key, pattern in cut.items():
+    for key in cut:
         c = stable.by_key[key]
-        mine = _canonical_profiles(c, assignment[key]) if assignment[key] else []
-        used = _used_counts(pattern, mine, False)
+        mine = _canonical_profiles(c, assignment[key])
+        used = dict(Counter(name for name, _d in mine))
         if carve_leftover:
             used = mig_geometry.carve(CATALOG[c.model], used, _allowed(c))
         layouts[key] = _layout(c, used, mine)

@@ -480,3 +480,22 @@ def test_base_profiles():
         assert m.base_profiles and all(p.variant == "" for p in m.base_profiles)
         assert set(m.base_profiles) == {p for p in m.mig_profiles if not p.variant}
     assert [p.name for p in CATALOG["a30"].base_profiles] == ["1g.6gb", "2g.12gb", "4g.24gb"]
+
+
+@pytest.mark.parametrize("key", MIG_MODELS)
+def test_of_profiles_with_one_memory_the_fewest_compute_one_places_wherever_another_does(key):
+    # The MIG planner gives a replica that only needs memory the profile of its memory with the
+    # fewest compute slices, in place of the one the solver's pattern had (mig_planner's
+    # _canonical_profiles). That stays a valid layout only if, per memory, that profile has the
+    # same size, every start of the others, and a max count of at least its starts (starts are
+    # multiples of the size, so no more slices of it than starts ever fit).
+    m = CATALOG[key]
+    by_memory = {}
+    for p in m.base_profiles:
+        by_memory.setdefault(p.memory_mib, []).append(p)
+    for profiles in by_memory.values():
+        fewest = min(profiles, key=lambda p: p.compute_slices)
+        assert [p.compute_slices for p in profiles].count(fewest.compute_slices) == 1
+        assert fewest.max_count >= len(fewest.starts)
+        for p in profiles:
+            assert p.size == fewest.size and set(p.starts) <= set(fewest.starts), (key, p.name, fewest.name)
