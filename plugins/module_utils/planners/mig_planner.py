@@ -133,20 +133,21 @@ def plan_mig(demands: list[MigDemand], candidates: list[MigCandidate], carve_lef
         return layouts
     pools = _pools(candidates)
     # Declared MIG GPUs stay MIG even when no service needs them; auto ones only when used.
-    chosen: dict[tuple[str, int], dict[str, int]] = {
-        (c.node, c.index): dict(c.layout or ()) for c in candidates if c.declared or c.layout is not None}
+    in_mig = {(c.node, c.index) for c in candidates if c.declared or c.layout is not None}
     assignment: dict[tuple[str, int], list[tuple[str, MigDemand]]] = defaultdict(list)
     if demands:
         patterns, routes = _solve(demands, pools, time_limit, solve if solve is not None else MigSolve())
-        _realise(patterns, routes, pools, chosen, assignment)
+        _realise(patterns, routes, pools, in_mig, assignment)
     layouts = {}
     by_key = {(c.node, c.index): c for c in candidates}
-    for key, profile_counts in sorted(chosen.items()):
+    for key in sorted(in_mig):
         c = by_key[key]
-        model = CATALOG[c.model]
-        used = _used_counts(profile_counts, assignment[key], c.layout is not None)
-        if carve_leftover and c.layout is None:
-            used = mig_geometry.carve(model, used, _allowed(c))
+        if c.layout is not None:
+            used = dict(c.layout)
+        else:
+            used = _profile_counts(assignment[key])
+            if carve_leftover:
+                used = mig_geometry.carve(CATALOG[c.model], used, _allowed(c))
         layouts[key] = _layout(c, used, assignment[key])
     if current_known and solve is not None:
         _measure_changes(layouts, candidates, solve)
@@ -806,8 +807,8 @@ def _explain_shortfall(classes, pools, pool_names, hopeless=None) -> str:
     return "\n".join(lines)
 
 
-def _realise(chosen_patterns, routes, pools, chosen, assignment) -> None:
-    """Give patterns to concrete GPUs, then replicas to concrete slices."""
+def _realise(chosen_patterns, routes, pools, in_mig, assignment) -> None:
+    """Give patterns to concrete GPUs (which so end up in MIG mode), then replicas to concrete slices."""
     slots: dict[tuple[int, str], list[tuple[str, int]]] = defaultdict(list)   # (pool, profile) -> GPU per slice
     by_memory: dict[tuple[int, int], list[str]] = defaultdict(list)          # (pool, MiB) -> base profiles
     for k, pool in enumerate(pools):
@@ -819,7 +820,7 @@ def _realise(chosen_patterns, routes, pools, chosen, assignment) -> None:
         # Slices the inventory fixed are filled first: they exist whatever the plan.
         gpus = [((gpu.node, gpu.index), dict(gpu.layout)) for gpu in pool.fixed]
         for gpu, pattern in zip(pool.declared + pool.auto, patterns):
-            chosen[(gpu.node, gpu.index)] = dict(pattern)
+            in_mig.add((gpu.node, gpu.index))
             gpus.append(((gpu.node, gpu.index), dict(pattern)))
         for gpu_key, counts in gpus:
             for name, count in sorted(counts.items()):
@@ -865,13 +866,8 @@ def _canonical_profiles(gpu: MigCandidate, assigned):
     return out
 
 
-def _used_counts(pattern: dict[str, int], assigned, fixed: bool) -> dict[str, int]:
-    if fixed:
-        return dict(pattern)
-    used: dict[str, int] = defaultdict(int)
-    for name, _d in assigned:
-        used[name] += 1
-    return dict(used)
+def _profile_counts(assigned) -> dict[str, int]:
+    return dict(Counter(name for name, _d in assigned))
 
 
 def _layout(c: MigCandidate, counts: dict[str, int], assigned) -> MigLayout:
@@ -1157,7 +1153,7 @@ def _realise_stable(pools, stable: _Stable, classes, chosen_patterns, routes, ke
     for key in cut:
         c = stable.by_key[key]
         mine = _canonical_profiles(c, assignment[key])
-        used = dict(Counter(name for name, _d in mine))
+        used = _profile_counts(mine)
         if carve_leftover:
             used = mig_geometry.carve(CATALOG[c.model], used, _allowed(c))
         layouts[key] = _layout(c, used, mine)

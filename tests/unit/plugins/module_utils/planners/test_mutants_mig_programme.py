@@ -240,3 +240,36 @@ def test_slices_of_every_kept_group_are_not_wanted_again(programme_of):
     programme, values = programme_of(demands, candidates)
     assert len(programme.keep) == 2 and list(values[programme.KU:programme.KI]) == [1, 1]
     _one_gpu_holds_a_71168_slice(_recut_as_a_71168_mix(programme, values))
+
+
+def test_integer_routes_keep_on_each_kind_the_replicas_that_stay_there_from_every_group(programme_of):
+    # Two kept groups of H200s in pool 1 (pool 0: an A100, so that e, which may also run on A100,
+    # is a class of its own beside b; both need 20 GiB). GPU 0 is cut 2 x 2g.35gb + 3g.71gb with
+    # b/0 and e/0 on the 2g.35gb slices; GPU 2 is cut 2 x 1g.18gb + 2g.35gb + 3g.71gb with e/1 on
+    # its 2g.35gb. Given: three 33024 MiB slices and two 71168 MiB ones; e (3 replicas) half a
+    # replica on 71168, b (2) one and a half. Both of e's replicas on 2g.35gb stay, one in each
+    # group: integer routes must put at least 2 of e on 33024 MiB, whatever else they choose.
+    g0 = (("2g.35gb", 0, "b", 0), ("2g.35gb", 2, "e", 0), ("3g.71gb", 4, None, None))
+    g2 = (("2g.35gb", 0, "e", 1), ("1g.18gb", 2, None, None), ("1g.18gb", 3, None, None), ("3g.71gb", 4, None, None))
+    candidates = [MigCandidate("n1", 0, H200, True, "t", None, (), (("2g.35gb", 2), ("3g.71gb", 1)), g0),
+                  MigCandidate("n1", 2, H200, True, "t", None, (), (("1g.18gb", 2), ("2g.35gb", 1), ("3g.71gb", 1)), g2),
+                  MigCandidate("n1", 1, H200, False, "t"), MigCandidate("n2", 0, A100, False, "t")]
+    demands = _replicas("b", 2, 20) + _replicas("e", 3, 20, (H200, A100))
+    programme, values = programme_of(demands, candidates)
+    cls = {members[0].workload: c for c, (_key, members) in enumerate(programme.classes)}
+    b, e = cls["b"], cls["e"]
+    h200 = programme.pools.index(next(pool for pool in programme.pools if pool.model == H200))
+    column = {z: programme.Z + j for j, z in enumerate(programme.z)}
+    values = values.copy()
+    values[programme.S:programme.Z] = 0.0
+    values[_kind(programme, h200, 33024)], values[_kind(programme, h200, 71168)] = 3, 2
+    values[programme.Z:programme.Z + len(programme.z)] = 0.0
+    for c, mib, share in ((e, 33024, 2.5), (e, 71168, 0.5), (b, 33024, 0.5), (b, 71168, 1.5)):
+        values[column[(c, h200, ("mem", mib))]] = share
+    staying = [(c, kind) for _group, c, kind, _n, _j in programme.y]
+    assert sorted(staying) == sorted([(b, ("mem", 33024)), (e, ("mem", 33024)), (e, ("mem", 33024))])
+    values[programme.Y:] = [1 if c == e else 0 for c, _kind in staying]
+    routes = {(c, kind[1]): n for c, k, kind, n in programme.route_counts(values) if k == h200}
+    assert routes.get((e, 33024), 0) >= 2
+    assert sum(n for (c, _m), n in routes.items() if c == e) == 3 and sum(n for (c, _m), n in routes.items() if c == b) == 2
+    assert sum(n for (_c, m), n in routes.items() if m == 33024) == 3 and sum(n for (_c, m), n in routes.items() if m == 71168) == 2
