@@ -48,7 +48,7 @@ declare -A TESTS=(
         $M/inventory/test_bad_input.py $M/inventory/test_first_hour_mistakes.py $M/inventory/test_model_validation.py"
     [planners/mig_planner]="$M/planners/test_mig_planner.py $M/planners/test_mig_strategy.py $M/planners/test_mutants_mig_planner.py
         $M/planners/test_mutants_mig_report.py $M/planners/test_mutants_mig_solver.py $M/planners/test_mutants_mig_programme.py
-        $M/planners/test_mutants_mig_stable_2.py"
+        $M/planners/test_mutants_mig_stable_2.py $M/planners/test_mutants_mig_stable_3.py"
     [advisor/proposal]="$M/advisor/test_advisor_rules.py $M/advisor/test_usage_advisor.py $M/advisor/test_advisor_pooling.py
         $M/advisor/test_mutants_proposal.py $M/advisor/test_advisor_mps.py $M/advisor/test_advisor_identity.py
         $M/advisor/test_advisor_repair.py $M/advisor/test_mutants_proposal_2.py $M/advisor/test_mutants_proposal_3.py"

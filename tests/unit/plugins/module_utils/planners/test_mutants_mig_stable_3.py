@@ -32,6 +32,11 @@ def _gpu(index, slices, declared=True, node="n1", forbidden=(), layout=None):
     return MigCandidate(node, index, H200, declared, "t", layout, tuple(forbidden), current, tuple(slices))
 
 
+def _cut_with(hosted):
+    """CUT's slices now, with the replicas ``hosted`` ({start: (workload, replica)})."""
+    return tuple((name, start) + hosted.get(start, SPARE) for name, start, _w, _r in NOW)
+
+
 def _hosted(layout):
     return [(s.profile, s.start, s.workload, s.replica) for s in layout.slices if s.workload]
 
@@ -129,6 +134,39 @@ def test_the_gpu_kept_is_the_one_whose_replicas_stay_not_one_of_another_layout_t
         assert _hosted(layouts[("n1", kept)]) == [("1g.18gb", 0, "b", 0), ("1g.18gb", 1, "b", 1), ("1g.18gb", 2, "b", 2)]
         assert _hosted(layouts[("n1", recut)]) == [("7g.141gb", 0, "big", 0)]
         assert (solve.repartitioned, solve.moved) == (1, 1)
+
+
+def test_two_pinned_classes_of_one_profile_both_reserve_their_slices():
+    # An A100-80GB (MIG User Guide: 1g.20gb at 0, 2, 4, 6 and 2g.20gb at 0, 2, 4, both 19968 MiB)
+    # cut 1g.20gb at 0 (u on it) and 2, 2g.20gb at 4. p and q are pinned to 1g.20gb; q may also
+    # run on an H100-80GB (which has 1g.20gb too), so the two are classes of their own. The
+    # H100 stays whole (an auto GPU not in MIG mode). p and q need both 1g.20gb: u moves to the
+    # 2g.20gb.
+    now = (("1g.20gb", 0, "u", 0), ("1g.20gb", 2) + SPARE, ("2g.20gb", 4) + SPARE)
+    a100 = MigCandidate("n1", 0, A100, True, "t", None, (), (("1g.20gb", 2), ("2g.20gb", 1)), now)
+    h100 = MigCandidate("n2", 0, "h100-80gb", False, "t")
+    demands = [MigDemand("p", "t", 0, 10 * GIB, (A100,), "1g.20gb"), MigDemand("q", "t", 0, 10 * GIB, (A100, "h100-80gb"), "1g.20gb"),
+               MigDemand("u", "t", 0, 15 * GIB, (A100,))]
+    layouts, solve = _plan(demands, [a100, h100])
+    assert set(layouts) == {("n1", 0)}
+    assert _hosted(layouts[("n1", 0)]) == [("1g.20gb", 0, "p", 0), ("1g.20gb", 2, "q", 0), ("2g.20gb", 4, "u", 0)]
+    assert (solve.repartitioned, solve.moved) == (0, 1)
+
+
+def test_a_group_counts_as_staying_only_the_replicas_of_the_gpus_it_keeps():
+    # GPUs 0-2 are CUT: GPU 0 hosts a, b/0, b/1 and d (four replicas), GPUs 1 and 2 one c replica
+    # each, on the 3g.71gb. GPU 3 is cut 4g.71gb + 2g.35gb + 1g.18gb, spare. big needs a whole GPU.
+    # Re-cutting GPU 3 keeps all six replicas in place; re-cutting GPU 2 would keep five (c/1 to
+    # GPU 3's 4g.71gb) for the same GPUs used (four) and the same memory.
+    gpus = [_gpu(0, _cut_with({0: ("a", 0), 2: ("b", 0), 3: ("b", 1), 4: ("d", 0)})),
+            _gpu(1, _cut_with({4: ("c", 0)})), _gpu(2, _cut_with({4: ("c", 1)})),
+            _gpu(3, (("4g.71gb", 0) + SPARE, ("2g.35gb", 4) + SPARE, ("1g.18gb", 6) + SPARE))]
+    demands = (_replicas("a", 1, 20) + _replicas("b", 2, 10) + _replicas("c", 2, 60) + _replicas("d", 1, 60)
+               + _replicas("big", 1, 130, "7g.141gb"))
+    layouts, solve = _plan(demands, gpus)
+    assert _hosted(layouts[("n1", 2)]) == [("3g.71gb", 4, "c", 1)]
+    assert _hosted(layouts[("n1", 3)]) == [("7g.141gb", 0, "big", 0)]
+    assert (solve.repartitioned, solve.moved) == (1, 0)
 
 # --- which GPUs are kept and filled first ----------------------------------------------------
 
