@@ -108,7 +108,6 @@ def test_replicas_listed_on_slices_the_counts_do_not_have_are_placed_as_on_a_fre
         ("2g.35gb", 0, "a", 0), ("1g.18gb", 2, "b", 0), ("1g.18gb", 3, "b", 1), ("3g.71gb", 4, None, None)]
 
 
-
 def test_a_replica_on_a_fixed_layout_stays_though_another_pool_has_the_same_slice_spare():
     # Two GPUs fixed to CUT and cut so now, in two pools (GPU 0 forbids 7g.141gb): b/0 is on
     # GPU 0's 1g.18gb at 3, GPU 1's are spare. Either would do for every other objective;
@@ -167,6 +166,7 @@ def test_a_group_counts_as_staying_only_the_replicas_of_the_gpus_it_keeps():
     assert _hosted(layouts[("n1", 2)]) == [("3g.71gb", 4, "c", 1)]
     assert _hosted(layouts[("n1", 3)]) == [("7g.141gb", 0, "big", 0)]
     assert (solve.repartitioned, solve.moved) == (1, 0)
+
 
 # --- which GPUs are kept and filled first ----------------------------------------------------
 
