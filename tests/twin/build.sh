@@ -20,6 +20,11 @@ SHARE=$CACHE/share
 mkdir -p "$BIN" "$SRC" "$SHARE"
 LOG=$CACHE/build.log
 
+# One build at a time per cache: tests/run-all.sh starts one in the background while the
+# first suites run, and a suite that needs the binaries waits here for it, then reuses them.
+exec {lock}>"$CACHE/build.lock"
+flock -n "$lock" || { echo "build.sh: another build.sh holds $CACHE/build.lock; waiting" >&2; flock "$lock"; }
+
 # Everything the Go tool writes stays in the cache, outside the repository.
 export GOMODCACHE=${GPUSHARE_TWIN_GOMODCACHE:-$CACHE/gomod}
 export GOCACHE=${GPUSHARE_TWIN_GOCACHE:-$CACHE/go-build}
