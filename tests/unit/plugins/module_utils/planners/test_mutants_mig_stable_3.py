@@ -168,6 +168,22 @@ def test_a_group_counts_as_staying_only_the_replicas_of_the_gpus_it_keeps():
     assert (solve.repartitioned, solve.moved) == (1, 0)
 
 
+
+def test_replicas_that_outgrew_their_slices_do_not_count_as_staying_when_the_gpu_kept_is_chosen():
+    # GPUs 0 and 1 are cut 7 x 1g.18gb (16384 MiB). g/0-2 sit on GPU 0 but now need 30 GiB, more
+    # than a 1g.18gb gives: they move whatever happens. u/0-2 (10 GiB) sit on GPU 1. One GPU cannot
+    # hold them all (a g takes two of the eight memory slices, a u one: nine), so one GPU is kept
+    # and one re-cut. Both host three replicas, but only GPU 1's can stay: GPU 1 is kept, GPU 0
+    # re-cut for the g.
+    ones = [("1g.18gb", start) for start in range(7)]
+    gpu0 = _gpu(0, tuple(s + (("g", s[1]) if s[1] < 3 else SPARE) for s in ones))
+    gpu1 = _gpu(1, tuple(s + (("u", s[1]) if s[1] < 3 else SPARE) for s in ones))
+    layouts, solve = _plan(_replicas("g", 3, 30) + _replicas("u", 3, 10), [gpu0, gpu1])
+    assert _hosted(layouts[("n1", 1)]) == [("1g.18gb", n, "u", n) for n in range(3)]
+    assert sorted((w, r) for _p, _s, w, r in _hosted(layouts[("n1", 0)])) == [("g", 0), ("g", 1), ("g", 2)]
+    assert (solve.repartitioned, solve.moved) == (1, 3)
+
+
 # --- which GPUs are kept and filled first ----------------------------------------------------
 
 def test_of_two_gpus_cut_alike_the_second_one_hosting_more_is_the_one_kept():
