@@ -168,7 +168,6 @@ def test_a_group_counts_as_staying_only_the_replicas_of_the_gpus_it_keeps():
     assert (solve.repartitioned, solve.moved) == (1, 0)
 
 
-
 def test_replicas_that_outgrew_their_slices_do_not_count_as_staying_when_the_gpu_kept_is_chosen():
     # GPUs 0 and 1 are cut 7 x 1g.18gb (16384 MiB). g/0-2 sit on GPU 0 but now need 30 GiB, more
     # than a 1g.18gb gives: they move whatever happens. u/0-2 (10 GiB) sit on GPU 1. One GPU cannot
