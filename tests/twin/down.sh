@@ -31,9 +31,11 @@ stop() {
 for name in kueue kwok kube-scheduler kube-controller-manager kube-apiserver etcd; do
   stop "$name"
 done
-# Kueue's metrics certificate, written by up.sh at Kueue's fixed path, if this twin wrote it.
+# Kueue's metrics certificate at its fixed path (up.sh): this twin's marker goes, and the
+# certificate with the last twin's.
 M=/etc/kueue/metrics/certs
-if [ "$(cat "$M/.gpushare-twin" 2>/dev/null)" = "$STATE" ]; then
+rm -f "$M/.gpushare-twin.$(printf %s "$STATE" | tr / _)"
+if [ -e "$M/tls.crt" ] && ! compgen -G "$M/.gpushare-twin.*" >/dev/null; then
   rm -f "$M/tls.crt" "$M/tls.key" "$M/.gpushare-twin"
   rmdir "$M" /etc/kueue/metrics /etc/kueue 2>/dev/null
 fi

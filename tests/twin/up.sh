@@ -114,17 +114,23 @@ chmod 0600 "$PKI"/*.key "$STATE/kueue-webhook-certs/tls.key"
 # With internalCertManagement disabled, Kueue v0.19 reads its metrics serving certificate
 # from a fixed path, /etc/kueue/metrics/certs (cmd/kueue/main.go: metricsCertPath; the
 # release mounts a Secret there), and exits if it is missing. That path is the twin's one
-# write outside its state and cache directories; a marker file says the files are ours.
+# write outside its state and cache directories, shared by every twin on the machine (52-multikueue
+# runs three, and 50-twin may run beside them): each twin leaves a marker file there, the first
+# one writes the certificate (nothing checks it against a CA), and down.sh removes it with the last
+# marker. Certificates with no marker are someone else's and left alone.
 KUEUE_METRICS_CERTS=/etc/kueue/metrics/certs
-if [ -e "$KUEUE_METRICS_CERTS/tls.crt" ] && [ ! -e "$KUEUE_METRICS_CERTS/.gpushare-twin" ]; then
+marker=$KUEUE_METRICS_CERTS/.gpushare-twin.$(printf %s "$STATE" | tr / _)
+if [ -e "$KUEUE_METRICS_CERTS/tls.crt" ] && ! compgen -G "$KUEUE_METRICS_CERTS/.gpushare-twin.*" >/dev/null; then
   die "$KUEUE_METRICS_CERTS holds certificates that the twin did not write; not touching them"
 fi
 if ! mkdir -p "$KUEUE_METRICS_CERTS" 2>/dev/null || [ ! -w "$KUEUE_METRICS_CERTS" ]; then
   die "cannot write $KUEUE_METRICS_CERTS (Kueue's fixed metrics certificate path): run as root"
 fi
-install -m 0644 "$PKI/kueue-metrics.crt" "$KUEUE_METRICS_CERTS/tls.crt"
-install -m 0600 "$PKI/kueue-metrics.key" "$KUEUE_METRICS_CERTS/tls.key"
-echo "$STATE" > "$KUEUE_METRICS_CERTS/.gpushare-twin"
+touch "$marker"
+if [ ! -e "$KUEUE_METRICS_CERTS/tls.crt" ]; then
+  install -m 0644 "$PKI/kueue-metrics.crt" "$KUEUE_METRICS_CERTS/tls.crt"
+  install -m 0600 "$PKI/kueue-metrics.key" "$KUEUE_METRICS_CERTS/tls.key"
+fi
 
 kubeconfig() {  # NAME CERTNAME
   local out=$1 c=$2
