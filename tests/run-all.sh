@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Runs every suite in tests/suites/ in name order. A suite that cannot run fails; none is
-# skipped. Prints one closing line: "suites: N passed, N failed".
+# Runs every suite in tests/suites/ in name order (50-twin beside the ones after it). A suite
+# that cannot run fails; none is skipped. Prints one closing line: "suites: N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 passed=0; failed=0; failed_names=()
