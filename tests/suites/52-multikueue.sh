@@ -7,4 +7,5 @@
 # workerLostTimeout, bad input applies nothing (docs/multikueue.md). Fails, never skips.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+bash tests/twin/shared-cert-check.sh   # twins side by side, as here and beside 50-twin
 exec bash tests/multikueue/three-twins.sh

@@ -34,9 +34,9 @@ done
 # Kueue's metrics certificate at its fixed path (up.sh): this twin's marker goes, and the
 # certificate with the last twin's.
 M=/etc/kueue/metrics/certs
-rm -f "$M/.gpushare-twin.$(printf %s "$STATE" | tr / _)"
+marker=$(cat "$STATE/kueue-metrics-marker" 2>/dev/null) && rm -f "$marker" "$STATE/kueue-metrics-marker"
 if [ -e "$M/tls.crt" ] && ! compgen -G "$M/.gpushare-twin.*" >/dev/null; then
-  rm -f "$M/tls.crt" "$M/tls.key" "$M/.gpushare-twin"
+  rm -f "$M/tls.crt" "$M/tls.key"
   rmdir "$M" /etc/kueue/metrics /etc/kueue 2>/dev/null
 fi
 if [ "${1:-}" = "--purge" ]; then

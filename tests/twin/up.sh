@@ -127,6 +127,7 @@ if ! mkdir -p "$KUEUE_METRICS_CERTS" 2>/dev/null || [ ! -w "$KUEUE_METRICS_CERTS
   die "cannot write $KUEUE_METRICS_CERTS (Kueue's fixed metrics certificate path): run as root"
 fi
 touch "$marker"
+echo "$marker" > "$STATE/kueue-metrics-marker"    # down.sh removes the marker named here
 if [ ! -e "$KUEUE_METRICS_CERTS/tls.crt" ]; then
   install -m 0644 "$PKI/kueue-metrics.crt" "$KUEUE_METRICS_CERTS/tls.crt"
   install -m 0600 "$PKI/kueue-metrics.key" "$KUEUE_METRICS_CERTS/tls.key"
