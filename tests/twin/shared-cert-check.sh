@@ -13,12 +13,13 @@ fail() { echo "shared-cert-check: $*" >&2; exit 1; }
 for s in "$a" "$b"; do
   GPUSHARE_TWIN_STATE=$s tests/twin/up.sh > "$s.log" 2>&1 || { tail -5 "$s.log" >&2; fail "a twin did not start"; }
 done
+markers=$(cat "$a/kueue-metrics-marker" "$b/kueue-metrics-marker") || fail "up.sh recorded no marker"   # --purge removes the states
 GPUSHARE_TWIN_STATE=$a tests/twin/down.sh --purge >/dev/null 2>&1
 [ -e "$M/tls.crt" ] || fail "the first twin to stop removed $M/tls.crt under the other"
 GPUSHARE_TWIN_STATE=$b tests/twin/restart.sh kueue 1 >/dev/null 2>&1 || fail "the other twin's Kueue did not restart"
 GPUSHARE_TWIN_STATE=$b tests/twin/down.sh --purge >/dev/null 2>&1
-for s in "$a" "$b"; do
-  [ ! -e "$M/.gpushare-twin.$(printf %s "$s" | tr / _)" ] || fail "a stopped twin's marker was left in $M"
+for marker in $markers; do
+  [ ! -e "$marker" ] || fail "a stopped twin's marker was left in $M"
 done
 if compgen -G "$M/.gpushare-twin.*" >/dev/null; then
   [ -e "$M/tls.crt" ] || fail "the certificate went while another twin's marker is still in $M"
