@@ -169,8 +169,12 @@ def project_and_inventory_source(settings: dict) -> dict:
     source type reads a file of the project, so ``notes`` says how to fill the inventory."""
     scm_url = settings.get("project_scm_url") or ""
     project = {"name": settings["project"], "scm_type": "git" if scm_url else "manual"}
+    source_name = "%s from project" % settings["inventory"]
     if not scm_url:
-        return {"project": project, "inventory_source": None, "notes": [
+        # A project switched from git to manual keeps its SCM source (AWX refuses to create
+        # one on a manual project but accepts the project's update): the role removes it.
+        return {"project": project, "inventory_source": None,
+                "inventory_source_absent": {"name": source_name, "inventory": settings["inventory"]}, "notes": [
             "No inventory source: the project is manual (gpushare_awx_project_scm_url is empty) and AWX refuses an "
             "SCM inventory source on a manual project ('Cannot use manual project for SCM-based inventory'). Fill the "
             "inventory %r once from the copy under AWX's projects root, e.g. in the awx-task container: awx-manage "
@@ -178,8 +182,8 @@ def project_and_inventory_source(settings: dict) -> dict:
             "gpushare_awx_project_scm_url for a git project with an inventory source."
             % (settings["inventory"], settings["inventory"], settings.get("project_local_path") or "<local_path>",
                settings.get("inventory_source_path") or "<inventory file>")]}
-    return {"project": project, "notes": [], "inventory_source": {
-        "name": "%s from project" % settings["inventory"], "inventory": settings["inventory"], "source": "scm",
+    return {"project": project, "notes": [], "inventory_source_absent": None, "inventory_source": {
+        "name": source_name, "inventory": settings["inventory"], "source": "scm",
         "source_project": settings["project"], "source_path": settings.get("inventory_source_path") or ""}}
 
 
@@ -203,7 +207,9 @@ def awx_definitions(plan: dict, settings: dict) -> dict:
         A dict: ``plan`` (its ``timezone`` and ``windows``), ``job_templates`` and ``schedules``
         (lists of dicts in the awx.awx.job_template and awx.awx.schedule modules' terms),
         ``project`` (``name``, ``scm_type`` git or manual), ``inventory_source`` (in the
-        awx.awx.inventory_source module's terms, ``None`` for a manual project) and ``notes``
+        awx.awx.inventory_source module's terms, ``None`` for a manual project),
+        ``inventory_source_absent`` (for a manual project the ``name`` and ``inventory`` of the
+        source a git project had, removed by the role; ``None`` for a git project) and ``notes``
         (why there is none and how to fill the inventory then), a list of strings.
     """
     return {"plan": {"timezone": plan["cluster"]["timezone"],

@@ -110,7 +110,7 @@ def test_daily_rrule_and_its_errors():
 
 
 def test_filters_wrap_the_functions_and_name_bad_input():
-    assert set(FILTERS) == {"awx_definitions", "awx_problems"}
+    assert set(FILTERS) == {"awx_definitions", "awx_problems", "awx_named_object_problems", "awx_project_step"}
     assert FILTERS["awx_definitions"](_plan(), SETTINGS) == _definitions()
     assert FILTERS["awx_problems"](_definitions()) == []
     with pytest.raises(AnsibleFilterError, match="awx_definitions: start_date must be a date YYYY-MM-DD, got '01.01.2026'"):
@@ -301,31 +301,6 @@ def test_a_manual_project_gets_no_inventory_source_and_says_how_to_fill_the_inve
         "inventory source 'gpushare from project': its project 'gpushare' is manual, and AWX refuses an SCM inventory "
         "source on a manual project ('Cannot use manual project for SCM-based inventory'); give the project a git URL "
         "(gpushare_awx_project_scm_url) or make no inventory source"]
-
-
-def test_role_syncs_the_git_project_only_when_asked_or_changed_with_a_time_limit():
-    """awx.awx 24.6.1's project module (plugins/modules/project.py) polls a sync with no time
-    limit whenever ``wait`` or ``update_project`` is set on a git project (wait_for_project_update
-    loops on the current update and never reads ``timeout``), and with ``update_project`` starts
-    a sync on every run and reports ok. The role's project task sets neither; the sync is
-    project_update's, which honours ``timeout``, and runs when asked or when the project changed.
-    The inventory source task runs only when the definitions have one (never on a manual project)."""
-    import yaml
-    tasks = yaml.safe_load((ROOT / "roles" / "awx" / "tasks" / "main.yml").read_text().replace("!unsafe ", ""))
-    block = next(t for t in tasks if t.get("block") and "awx.awx.project" in str(t["block"]))["block"]
-    first_awx_call = tasks.index(next(t for t in tasks if t.get("block") and "awx.awx.project" in str(t["block"])))
-    projects = [t for t in block if "awx.awx.project" in t]
-    assert len(projects) == 2
-    for task in projects:
-        assert task["awx.awx.project"]["wait"] is False and task["awx.awx.project"].get("update_project", False) is False
-    git_project = next(t for t in projects if t["awx.awx.project"]["scm_type"] == "git")
-    sync = next(t for t in block if "awx.awx.project_update" in t)
-    assert sync["awx.awx.project_update"]["wait"] is True and 0 < sync["awx.awx.project_update"]["timeout"] <= 600
-    assert "awx_project_sync | bool" in sync["when"] and "%s is changed" % git_project["register"] in sync["when"]
-    source = next(t for t in block if "awx.awx.inventory_source" in t)
-    assert source["when"] == "awx_definitions.inventory_source is not none"
-    said = [i for i, t in enumerate(tasks) if "awx_definitions.notes" in str(t.get("ansible.builtin.debug", ""))]
-    assert said and said[0] < first_awx_call
 
 
 def test_templates_with_credentials_have_a_fixed_inventory():
