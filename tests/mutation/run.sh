@@ -35,27 +35,27 @@ M=plugins/module_utils
 # Paths under tests/unit/.
 declare -A TESTS=(
     [planners/sharing_planner]="$M/planners/test_plan.py $M/planners/test_mps.py $M/planners/test_mig_strategy.py
-        $M/renderers/test_render_helm.py test_advertised_from_manifests.py $M/planners/test_mutants_sharing.py"
+        $M/renderers/test_render_helm.py test_advertised_from_manifests.py $M/planners/test_sharing_config.py"
     [planners/kueue_quotas]="$M/planners/test_kueue_quotas.py $M/planners/test_plan.py $M/renderers/test_kueue_config.py
-        $M/planners/test_mutants_kueue.py"
+        $M/planners/test_kueue_cohort_policy.py"
     [renderers/kueue_config]="$M/renderers/test_kueue_config.py $M/planners/test_kueue_quotas.py
-        $M/renderers/test_mutants_kueue_config.py"
-    [advisor/rules]="$M/advisor/test_advisor_rules.py $M/advisor/test_usage_advisor.py $M/advisor/test_mutants_rules.py
+        $M/renderers/test_kueue_config_yaml.py"
+    [advisor/rules]="$M/advisor/test_advisor_rules.py $M/advisor/test_usage_advisor.py $M/advisor/test_advisor_rule_sizing.py $M/advisor/test_advisor_rule_reasons.py
         $M/advisor/test_advisor_mps.py $M/advisor/test_advisor_pooling.py $M/advisor/test_advisor_identity.py
         $M/advisor/test_advisor_repair.py"
     [planners/plan]="$M/planners/test_plan.py $M/planners/test_sharing_windows.py $M/planners/test_mps.py
-        $M/planners/test_changes.py $M/planners/test_kueue_quotas.py $M/planners/test_mutants_plan.py
+        $M/planners/test_changes.py $M/planners/test_kueue_quotas.py $M/planners/test_plan_refusals.py $M/planners/test_plan_gpu_assignment.py $M/planners/test_plan_format.py
         $M/inventory/test_bad_input.py $M/inventory/test_first_hour_mistakes.py $M/inventory/test_model_validation.py"
-    [planners/mig_planner]="$M/planners/test_mig_planner.py $M/planners/test_mig_strategy.py $M/planners/test_mutants_mig_planner.py
-        $M/planners/test_mutants_mig_report.py $M/planners/test_mutants_mig_solver.py $M/planners/test_mutants_mig_programme.py
-        $M/planners/test_mutants_mig_stable_2.py $M/planners/test_mutants_mig_stable_3.py"
+    [planners/mig_planner]="$M/planners/test_mig_planner.py $M/planners/test_mig_strategy.py $M/planners/test_mig_replan_assignment.py
+        $M/planners/test_mig_solve_report.py $M/planners/test_mig_solver_stages.py $M/planners/test_mig_whole_gpu_programme.py"
     [advisor/proposal]="$M/advisor/test_advisor_rules.py $M/advisor/test_usage_advisor.py $M/advisor/test_advisor_pooling.py
-        $M/advisor/test_mutants_proposal.py $M/advisor/test_advisor_mps.py $M/advisor/test_advisor_identity.py
-        $M/advisor/test_advisor_repair.py $M/advisor/test_mutants_proposal_2.py $M/advisor/test_mutants_proposal_3.py"
+        $M/advisor/test_advisor_mps.py $M/advisor/test_advisor_identity.py $M/advisor/test_advisor_repair.py
+        $M/advisor/test_proposal_placement.py $M/advisor/test_proposal_purchase.py $M/advisor/test_proposal_lending_windows.py
+        $M/advisor/test_proposal_team_quotas.py $M/advisor/test_proposal_inventory_entries.py"
     [advisor/usage_advisor]="$M/advisor/test_usage_advisor.py $M/advisor/test_advisor_rules.py
         $M/advisor/test_advisor_identity.py $M/advisor/test_advisor_mps.py $M/advisor/test_advisor_pooling.py
-        $M/advisor/test_advisor_repair.py $M/advisor/test_mutants_usage_advisor.py $M/advisor/test_mutants_usage_advisor_2.py
-        $M/advisor/test_mutants_usage_advisor_3.py"
+        $M/advisor/test_advisor_repair.py $M/advisor/test_usage_history_window.py $M/advisor/test_usage_window_halves.py
+        $M/advisor/test_usage_workload_matching.py"
 )
 
 run_module() {

@@ -4,8 +4,9 @@
 out by hand on small fleets: MIG cards packed by the MIG User Guide's H200 placements (8
 memory slices; 3g.71gb at 0 or 4, size 4; 1g.18gb at 0-6, size 1) and given to the team holding
 most of each; MPS on whole nodes; time-sliced pools joining the GPUs of the pools they shared
-with while the H200's 143771 MiB holds both; kept services; training and batch; spare GPUs.
-Kills proposal.py mutants that survived `make mutation` (docs/testing.md, "Mutation testing")."""
+with while the H200's 143771 MiB holds both; kept services; whole serving GPUs; training and
+batch; spare GPUs.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from types import SimpleNamespace
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import proposal
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog
+
 
 H200 = "h200-141gb"
 
@@ -300,3 +302,34 @@ def test_mig_demand_is_packed_largest_first():
     advised = [dict(mig, memory_need_mib=20 * 1024, compute_need=0.2),
                dict(mig, memory_need_mib=60 * 1024, compute_need=0.5)]
     assert proposal._cards_for(ctx, gpu_catalog.CATALOG[H200], advised, 0) == 2
+
+
+# --------------------------------------------------------------------------- placing advised services
+
+def _serving_placement():
+    def node(name, model, teams, dra=False):
+        return SimpleNamespace(name=name, model=model, dra=dra,
+                               gpus=[SimpleNamespace(index=i, team=t) for i, t in enumerate(teams)])
+    nodes = [node("n1", "h200-141gb", ["a", "b"]), node("n2", "l40s", ["a", "b"]), node("n3", "h200-141gb", ["a"], True)]
+    ctx = SimpleNamespace(inventory=SimpleNamespace(nodes=nodes), node_models={n.name: n.model for n in nodes})
+    # chat ran on n1's GPU 1 (team b's) before.
+    services = {("ns", "chat"): SimpleNamespace(devices={"d": SimpleNamespace(key=("n1", 1, "uuid"))})}
+    return proposal._Placement(ctx, services)
+
+
+def test_whole_serving_takes_its_own_gpus_first_then_its_teams_and_never_a_dra_servers():
+    place = _serving_placement()
+    serving = {"sharing": "whole", "kind": "serving", "gpus": 1}
+    place.whole_serving([{**serving, "name": "chat", "team": "a", "replicas": 1, "model": "h200-141gb"},
+                         {**serving, "name": "emb", "team": "b", "replicas": 2, "model": "h200-141gb"},
+                         {**serving, "name": "tune", "team": "b", "replicas": 1, "model": "l40s", "kind": "training"}])
+    # chat: the GPU it used (n1/1) before its team's (n1/0); emb: the one H200 left (n3 is a DRA server), one short.
+    assert place.assigned == {("n1", 1): {"mode": "whole", "team": "a"}, ("n1", 0): {"mode": "whole", "team": "b"}}
+    assert place.unplaced == ["emb: 1 whole h200-141gb GPUs short"]
+    # Any model: the team's own GPU first, then by name.
+    assert place.take(None, 1, {"other"}, "b") == [("n2", 1)]
+    assert place.take(None, 2, {"other"}, "b") == [("n2", 0)] and not place.free
+    # A service new to the fleet takes its team's GPU (n1/1 is b's), not the first by name.
+    place = _serving_placement()
+    place.whole_serving([{**serving, "name": "new", "team": "b", "replicas": 1, "model": "h200-141gb"}])
+    assert place.assigned == {("n1", 1): {"mode": "whole", "team": "b"}}

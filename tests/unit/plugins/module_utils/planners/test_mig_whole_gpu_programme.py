@@ -8,8 +8,7 @@ the answer is checked against what the rows mean, not against the code: whole GP
 pool's patterns that hold the slices wanted, no more GPUs than the solution cut; routes that
 give each class all its replicas and each kind of slice exactly its count, only on slices
 with enough memory (MiB from the MIG User Guide's H200 table: 1g.18gb 16384, 1g.35gb and
-2g.35gb 33024, 3g.71gb and 4g.71gb 71168, 7g.141gb 143104). Kills mig_planner mutants that
-survived `make mutation` (docs/testing.md, "Mutation testing")."""
+2g.35gb 33024, 3g.71gb and 4g.71gb 71168, 7g.141gb 143104)."""
 
 from __future__ import annotations
 

@@ -1,11 +1,9 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The proposal's arithmetic worked out by hand: GPUs a team uses at once for four samples
-(proposal._team_in_use: a device is in use at a step when it reports memory or activity
-there, counted once however many of the team's pods report it, at its share of the placement
-grid), the example day's teams, idle runs on a circular day, cards per replica, a DRA entry.
-Kills proposal.py mutants that survived `make mutation` (docs/testing.md, "Mutation
-testing")."""
+"""Team quotas from the GPUs a team uses at once, worked out by hand (proposal._team_in_use: a
+device is in use at a step when it reports memory or activity there, counted once however many
+of the team's pods report it, at its share of the placement grid), and the example day's teams.
+"""
 
 from __future__ import annotations
 
@@ -16,7 +14,7 @@ from inventories import example_day as example_inventory
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import proposal
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import usage_advisor as ua
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.usage import _np
-from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog
+
 
 NAN = float("nan")
 
@@ -43,29 +41,6 @@ def test_a_team_uses_each_device_once_at_its_share_of_the_card():
     assert list(proposal._team_in_use(ctx, services, slice(1, 3), "a")) == [0.5, 1.5]
 
 
-def test_a_circular_day_has_its_longest_idle_run_first():
-    hours = [h in (0, 1, 2, 10, 11, 12, 20, 21, 22, 23) for h in range(24)]
-    # 20:00 to 03:00 runs over midnight: 7 hours, before 10:00-13:00 (3).
-    assert proposal._circular_runs(hours) == [(20, 7), (10, 3)]
-    # Equal lengths: the earlier start first.
-    assert proposal._circular_runs([h in (15, 5) for h in range(24)]) == [(5, 1), (15, 1)]
-
-
-def test_a_replica_needs_the_cards_of_its_memory_and_of_its_compute():
-    h200 = gpu_catalog.CATALOG["h200-141gb"]
-    # A whole GPU's compute exactly (1.0) is one card, not two; 200000 MiB needs ceil(200000 / 143771) = 2.
-    assert proposal._cards_per_replica({"memory_need_mib": 1000, "compute_need": 1.0}, h200) == 1
-    assert proposal._cards_per_replica({"memory_need_mib": 200000, "compute_need": 0.5}, h200) == 2
-    assert proposal._cards_per_replica({"memory_need_mib": 1000, "compute_need": 2.0}, h200) == 2
-
-
-def test_a_dra_service_becomes_a_device_request_for_its_memory():
-    advised = {"name": "chat", "team": "production", "kind": "serving", "sharing": "dra", "memory_gib": 20,
-               "replicas": 1, "gpus": 1}
-    assert proposal._workload_entry(advised) == {"name": "chat", "team": "production", "kind": "serving",
-                                                 "device_request": {"min_memory_gib": 20}}
-
-
 def test_the_example_days_teams_idle_hours_and_quotas():
     """usage_synth's example day: production holds vLLM's whole GPU and 4 of 8 MIG slices all day (1.5 GPUs,
     never idle); data-science's notebooks are up 07:00-19:00; training's fine-tune runs 19:30-06:30 on two
@@ -77,3 +52,32 @@ def test_the_example_days_teams_idle_hours_and_quotas():
     assert teams["training"]["idle_hours"] == list(range(7, 19))
     assert {name: (t["quota_proposed"], t["percentile"], t["gpus_owned_now"]) for name, t in teams.items()} == \
         {"production": (2, 90.0, 2), "data-science": (1, 90.0, 1), "training": (2, 90.0, 1)}
+
+
+# --------------------------------------------------------------------------- team quotas
+
+def test_team_quotas_from_gpus_in_use_at_once():
+    import numpy as np
+    nan = float("nan")
+
+    def device(mem, fraction):
+        return SimpleNamespace(mem=np.array(mem), act=np.full(len(mem), nan), unit_fraction=fraction)
+    # Team a: a 3g slice (3/7 of the card) in use at steps 0-2, a whole GPU at step 1: 3/7, 10/7, 3/7, 0.
+    services = {("ns-a", "svc"): SimpleNamespace(devices={("n", 0, "3g"): device([1.0, 1.0, 1.0, nan], 3 / 7),
+                                                          ("n", 1): device([nan, 1.0, nan, nan], 1.0)})}
+    ctx = SimpleNamespace(
+        settings=SimpleNamespace(quota_percentile=50, idle_hour_percentile=90),
+        inventory=SimpleNamespace(teams=[SimpleNamespace(name="a"), SimpleNamespace(name="b")],
+                                  nodes=[SimpleNamespace(gpus=[SimpleNamespace(team="a"), SimpleNamespace(team="a"),
+                                                               SimpleNamespace(team=None)])]),
+        team_of_ns={"ns-a": "a"}, usage=SimpleNamespace(steps=4), hours=np.array([0, 0, 1, 2]))
+    # Median of 0, 3/7, 3/7, 10/7: 3/7 = 0.43, a quota of 1; peak 10/7 = 1.43; mean (9/7 + 1) / 4 = 0.57.
+    # Idle hours (90th percentile 0): a only at 02:00; b, with nothing, at every hour with a sample.
+    assert proposal.team_quotas(ctx, services, slice(0, 4)) == [
+        {"team": "a", "gpus_in_use_p": 0.43, "percentile": 50, "gpus_in_use_max": 1.43, "gpus_in_use_mean": 0.57,
+         "quota_proposed": 1, "gpus_owned_now": 2, "idle_hours": [2]},
+        {"team": "b", "gpus_in_use_p": 0.0, "percentile": 50, "gpus_in_use_max": 0.0, "gpus_in_use_mean": 0.0,
+         "quota_proposed": 0, "gpus_owned_now": 0, "idle_hours": [0, 1, 2]}]
+    # An empty window: nothing in use, no idle hour.
+    assert [(q["gpus_in_use_p"], q["gpus_in_use_max"], q["gpus_in_use_mean"], q["idle_hours"])
+            for q in proposal.team_quotas(ctx, services, slice(0, 0))] == [(0.0, 0.0, 0.0, [])] * 2

@@ -6,8 +6,7 @@ plan says when a stage stops at the time limit, with or without a layout, report
 scipy.optimize.milp is wrapped: every call still goes to HiGHS and is recorded, and a chosen
 call's answer is replaced by what HiGHS answers in those cases (status codes from scipy's
 milp documentation: 0 optimal, 1 iteration or time limit, 2 infeasible, 3 unbounded, 4
-other). Kills mig_planner mutants that survived `make mutation` (docs/testing.md,
-"Mutation testing")."""
+other)."""
 
 from __future__ import annotations
 

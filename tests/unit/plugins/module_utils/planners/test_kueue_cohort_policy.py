@@ -3,9 +3,7 @@
 """Kueue objects for a small fleet written out in full by hand, from the policy in
 kueue_quotas' docstring and Kueue v1beta2's field names (site/content/en/docs/concepts:
 cluster_queue.md "Lending limit", "Borrowing limit", "Preemption"; configuration
-``resources.quotaCheckStrategy`` and ``deviceClassMappings``). They kill the quota,
-borrowing, lending and reclaim mutants of kueue_quotas that survived `make mutation`
-(docs/testing.md, "Mutation testing").
+``resources.quotaCheckStrategy`` and ``deviceClassMappings``).
 
 The fleet: production ``prod`` (priority 1000) owns 4 H200; ``research`` (100) owns 2 H200, 3
 L40S and two 3g.71gb slices, lends at most 3 whole GPUs, borrows at most 2; ``interns`` (50)

@@ -1,8 +1,6 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""deep_merge copies, and the YAML text is the configuration in Kueue's own key order.
-Kills kueue_config mutants that survived `make mutation` (docs/testing.md, "Mutation
-testing")."""
+"""deep_merge copies, and the YAML text is the configuration in Kueue's own key order."""
 
 from __future__ import annotations
 

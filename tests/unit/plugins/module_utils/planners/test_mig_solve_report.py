@@ -1,8 +1,7 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The MIG solve report (docs/plan-format.md, ``mig_solve``) and the plan module's one line
-when a layout is not proven optimal, written out by hand. Kills mig_planner.py mutants that
-survived `make mutation` (docs/testing.md, "Mutation testing")."""
+when a layout is not proven optimal, written out by hand."""
 
 from __future__ import annotations
 

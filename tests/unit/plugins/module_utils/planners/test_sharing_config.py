@@ -1,8 +1,7 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The device plugin's sharing decision for one node, case by case, with the answers written
-out by hand from the upstream formats; each kills mutants of sharing_planner that survived
-`make mutation` (docs/testing.md, "Mutation testing").
+out by hand from the upstream formats.
 
 Sources: NVIDIA/k8s-device-plugin README ("Shared Access to GPUs", "Configuration File":
 ``version: v1``, ``flags.migStrategy``, ``sharing.timeSlicing`` / ``sharing.mps`` with
