@@ -97,10 +97,14 @@ TOOLKIT_UNPRIVILEGED_ENV_SETTING = "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UN
 SYSTEM_PRIORITY_CLASS_PREFIX = "system-"
 # Who creates a Job's pods: the Job controller, with or without its own service account
 # (kube-controller-manager --use-service-account-credentials).
-JOB_CONTROLLER_USERS = ("system:serviceaccount:kube-system:job-controller", "system:kube-controller-manager")
+CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
+JOB_CONTROLLER_USERS = ("system:serviceaccount:kube-system:job-controller", CONTROLLER_MANAGER_USER)
 # The ValidatingAdmissionPolicies (each with a binding of the same name) and production's PriorityClass.
 GPU_ADMISSION_POLICY = "gpushare-gpu-through-kueue"
 PRIORITY_ADMISSION_POLICY = "gpushare-team-priority"
+KUEUE_ADMITS_POLICY = "gpushare-only-kueue-starts"
+# The scheduling gate Kueue's pod webhook puts on every pod it manages; Kueue removes it on admission.
+KUEUE_ADMISSION_GATE = "kueue.x-k8s.io/admission"
 PRODUCTION_PRIORITY_CLASS = "gpushare-production"
 
 # --- Objects -----------------------------------------------------------------------------------
@@ -124,6 +128,9 @@ GRAFANA_DASHBOARD_LABEL_VALUE = "1"
 KUEUE_FULLNAME = "kueue"
 KUEUE_CONTROLLER = KUEUE_FULLNAME + "-controller-manager"
 KUEUE_MANAGER_CONFIGMAP = KUEUE_FULLNAME + "-manager-config"
+# Who Kueue is to the API server: the chart's service account (KUEUE_CONTROLLER in KUEUE_NAMESPACE).
+SERVICE_ACCOUNT_USER_PREFIX = "system:serviceaccount:"
+KUEUE_USER = SERVICE_ACCOUNT_USER_PREFIX + KUEUE_NAMESPACE + ":" + KUEUE_CONTROLLER
 
 # --- MultiKueue (Kueue v0.19 docs: tasks/manage/setup_multikueue.md, concepts/multikueue.md) ---
 

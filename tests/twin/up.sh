@@ -102,8 +102,11 @@ cert controller-manager "/CN=system:kube-controller-manager" clientAuth
 cert scheduler "/CN=system:kube-scheduler" clientAuth
 # KWOK plays every kubelet at once, so no single system:node:<name> identity fits it.
 cert kwok "/O=system:masters/CN=kwok-controller" clientAuth
-# Kueue runs under its own ClusterRoles (from its module's config/components/rbac).
-cert kueue "/CN=kueue-controller-manager" clientAuth
+# Kueue runs under its own ClusterRoles (from its module's config/components/rbac), as the
+# user its chart's service account is (names.KUEUE_USER): the admission policies let only
+# that user lift Kueue's scheduling gate and suspend.
+KUEUE_USER=system:serviceaccount:kueue-system:kueue-controller-manager
+cert kueue "/CN=$KUEUE_USER" clientAuth
 openssl_q genpkey -algorithm EC -pkeyopt ec_paramgen_curve:prime256v1 -out "$PKI/sa.key"
 openssl_q pkey -in "$PKI/sa.key" -pubout -out "$PKI/sa.pub"
 # controller-runtime reads tls.crt/tls.key from the webhook certDir.
@@ -272,7 +275,7 @@ log "Kueue CRDs and RBAC"
 kubectl apply --server-side --field-manager gpushare-twin -f "$SHARE/kueue/crds" > "$LOGS/kubectl.log"
 kubectl wait --for condition=established --timeout 60s -f "$SHARE/kueue/crds" >> "$LOGS/kubectl.log"
 kubectl create namespace kueue-system >> "$LOGS/kubectl.log"
-"$PY" "$HERE/render.py" rbac "$SHARE/kueue/rbac" kueue-controller-manager "$CONF/kueue-rbac.yaml"
+"$PY" "$HERE/render.py" rbac "$SHARE/kueue/rbac" "$KUEUE_USER" "$CONF/kueue-rbac.yaml"
 kubectl apply --server-side --field-manager gpushare-twin -f "$CONF/kueue-rbac.yaml" >> "$LOGS/kubectl.log"
 
 {

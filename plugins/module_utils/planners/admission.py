@@ -10,11 +10,21 @@ production's PriorityClass; docs/security.md says why).
 * WorkloadPriorityClasses: the team's own, and those of non-production teams whose value is
   not above the team's; production's only in production's namespaces.
 * Pod Security: the team's level (``restricted`` unless the inventory says ``baseline``).
+* Allow-lists, not deny-lists: a pod's PriorityClass only production's, only in production's
+  namespaces; no RuntimeClass (GPUs come from the device plugin or DRA, which need none).
+  Whatever an admin or an add-on installs later stays closed until the Plan names it.
+* A GPU pod's termination grace at most ``MAX_GPU_TERMINATION_GRACE_SECONDS``.
 """
 
 from __future__ import annotations
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
+
+# Kueue preempts and reclaims by deleting pods, and the kubelet waits the pod's own
+# terminationGracePeriodSeconds before the GPU is free: the longest a lender (production)
+# waits for its GPUs back. Five minutes lets a training job write a checkpoint on SIGTERM
+# (Kubernetes' default is 30 s) without letting a member keep GPUs outside quota for long.
+MAX_GPU_TERMINATION_GRACE_SECONDS = 300
 
 
 def advertised_resources(states: list[list[dict]]) -> list[str]:
@@ -41,11 +51,15 @@ def plan_admission(teams, kueue_objects: list[dict], states: list[list[dict]]) -
         for ns in sorted(team.namespaces):
             namespaces.append({"name": ns, "team": team.name, "production": team.production,
                                "queue": local_queue[ns], "pod_security": team.pod_security,
-                               "workload_priority_classes": allowed})
+                               "workload_priority_classes": allowed,
+                               # A pod's (kube-scheduler's) PriorityClass: production's, in its namespaces.
+                               "priority_classes": ([names.PRODUCTION_PRIORITY_CLASS] if team.production else [])})
     return {
         "namespaces": namespaces,
         "gpu_resources": advertised_resources(states),
         "gpu_resource_prefixes": [names.GPU_RESOURCE, names.MIG_RESOURCE_PREFIX],
+        "runtime_classes": [],
+        "max_gpu_termination_grace_seconds": MAX_GPU_TERMINATION_GRACE_SECONDS,
         "production_priority_class": ({"name": names.PRODUCTION_PRIORITY_CLASS, "value": production.priority}
                                       if production else None),
     }

@@ -1,6 +1,6 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The Plan's admission decisions (``plan["admission"]``) as Kubernetes objects: two
+"""The Plan's admission decisions (``plan["admission"]``) as Kubernetes objects: three
 ValidatingAdmissionPolicies (admissionregistration.k8s.io/v1, GA since Kubernetes 1.30), each
 with a binding to the team namespaces, and production's PriorityClass. docs/security.md
 describes what they refuse and why.
@@ -49,18 +49,71 @@ def _label(obj: str, key: str) -> str:
             % {"o": obj, "k": _cel(key)})
 
 
+# The kinds Kueue v0.19 holds suspended until it admits them (its integrations with a suspend
+# field: pkg/controller/jobs/*): API group, resource, kind. Kubeflow's keep it at
+# spec.runPolicy.suspend, the others at spec.suspend. Their controllers create the pods (or
+# child Jobs) of an admitted workload, so Kueue leaves those pods ungated.
+SUSPENDED_KINDS = [("batch", "jobs", "Job"), ("jobset.x-k8s.io", "jobsets", "JobSet"),
+                   ("kubeflow.org", "mpijobs", "MPIJob"), ("kubeflow.org", "pytorchjobs", "PyTorchJob"),
+                   ("ray.io", "rayjobs", "RayJob"), ("ray.io", "rayclusters", "RayCluster"),
+                   ("workload.codeflare.dev", "appwrappers", "AppWrapper"),
+                   ("trainer.kubeflow.org", "trainjobs", "TrainJob")]
+
+
+def _rules(pairs, operations) -> list[dict]:
+    """resourceRules for (API group, resource) pairs, one rule per group."""
+    groups: dict = {}
+    for group, resource in pairs:
+        groups.setdefault(group, []).append(resource)
+    return [{"apiGroups": [group], "apiVersions": ["*"], "operations": list(operations), "resources": sorted(resources)}
+            for group, resources in sorted(groups.items())]
+
+
+def _controller_variables(plan: dict) -> list[dict]:
+    """``controller``: the request comes from a controller, i.e. kube-controller-manager or a
+    service account of a namespace no team owns (kube-system's controllers, Kueue, JobSet's,
+    Kubeflow's, KubeRay's). A member's ``edit`` role impersonates only its own namespace's
+    service accounts and can mint no other credentials, so a member is never one.
+    ``kueue``: Kueue's own service account."""
+    user = "request.userInfo.username"
+    return [
+        {"name": "teamNamespaces", "expression": _cel(team_namespaces(plan))},
+        {"name": "controller", "expression": (
+            "%(u)s == %(kcm)s || (%(u)s.startsWith(%(sa)s) && "
+            "!variables.teamNamespaces.exists(ns, %(u)s.startsWith(%(sa)s + ns + ':')))"
+            % {"u": user, "kcm": _cel(names.CONTROLLER_MANAGER_USER), "sa": _cel(names.SERVICE_ACCOUNT_USER_PREFIX)})},
+        {"name": "kueue", "expression": "%s == %s" % (user, _cel(names.KUEUE_USER))},
+    ]
+
+
+def _gated(obj: str) -> str:
+    """CEL: the Pod ``obj`` carries Kueue's scheduling gate."""
+    return ("(has(%(o)s.spec.schedulingGates) && %(o)s.spec.schedulingGates.exists(g, g.name == %(g)s))"
+            % {"o": obj, "g": _cel(names.KUEUE_ADMISSION_GATE)})
+
+
 def gpu_policy(plan: dict) -> dict:
-    """Pods and Jobs in a team namespace: a GPU (a resource of the Plan or a device-plugin
-    name) or a DRA claim only with the namespace's own queue label; no NVIDIA runtime class;
-    no NVIDIA_VISIBLE_DEVICES env. A Job's pods carry no queue label: the Job controller
-    creating them is let through (the Job itself was checked)."""
+    """Pods, Jobs, Deployments and StatefulSets in a team namespace: a GPU (a resource of the
+    Plan or a device-plugin name) or a DRA claim reaches a node only through Kueue.
+
+    * Created with the namespace's own queue label.
+    * A GPU pod created by a member carries Kueue's scheduling gate (its webhook gates every
+      pod it manages: one without the gate claims an owner Kueue leaves it to); only a
+      controller's pod for the suspended kind that owns it (a Job's, admitted as a whole) has
+      none. ownerReferences on a GPU pod are written only by controllers, never added later.
+    * Only Kueue removes the gate.
+    * Termination grace of GPU pods bounded; RuntimeClasses from the Plan's allow-list; no
+      NVIDIA_VISIBLE_DEVICES env; DRA through ResourceClaimTemplates only (Kueue counts them).
+    """
     admission = plan["admission"]
     asks = ("c.resources.%s.exists(r, r in variables.gpuResources || variables.gpuPrefixes.exists(p, r.startsWith(p)))")
     container_gpu = "has(c.resources) && ((has(c.resources.limits) && %s) || (has(c.resources.requests) && %s))" % (
         asks % "limits", asks % "requests")
     env_set = "has(c.env) && c.env.exists(e, e.name == %s)" % _cel(names.VISIBLE_DEVICES_ENV)
-    variables = [
-        {"name": "spec", "expression": "object.kind == 'Pod' ? object.spec : object.spec.template.spec"},
+    owners = "has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) > 0"
+    variables = _controller_variables(plan) + [
+        {"name": "isPod", "expression": "object.kind == 'Pod'"},
+        {"name": "spec", "expression": "variables.isPod ? object.spec : object.spec.template.spec"},
         {"name": "containers", "expression": "variables.spec.containers + "
                                              "(has(variables.spec.initContainers) ? variables.spec.initContainers : [])"},
         {"name": "gpuResources", "expression": _cel(admission["gpu_resources"])},
@@ -71,27 +124,63 @@ def gpu_policy(plan: dict) -> dict:
         {"name": "asksForGpu", "expression": "variables.containers.exists(c, %s) || "
                                              "(has(variables.spec.resourceClaims) && size(variables.spec.resourceClaims) > 0)"
                                              % container_gpu},
-        {"name": "jobControllerPod", "expression": (
-            "object.kind == 'Pod' && request.userInfo.username in %s && has(object.metadata.ownerReferences) && "
-            "object.metadata.ownerReferences.exists(o, o.kind == 'Job' && has(o.controller) && o.controller)"
-            % _cel(list(names.JOB_CONTROLLER_USERS)))},
+        # A controller's pod for the suspended workload that owns it: Kueue admitted the owner.
+        {"name": "ownedPod", "expression": (
+            "variables.isPod && variables.controller && has(object.metadata.ownerReferences) && "
+            "object.metadata.ownerReferences.exists(o, o.kind in %s && has(o.controller) && o.controller)"
+            % _cel(sorted({kind for _g, _r, kind in SUSPENDED_KINDS})))},
+        {"name": "gated", "expression": "variables.isPod && %s" % _gated("object")},
+        {"name": "wasGated", "expression": "request.operation == 'UPDATE' && oldObject.kind == 'Pod' && %s"
+                                           % _gated("oldObject")},
+        {"name": "runtimeClasses", "expression": _cel(admission["runtime_classes"])},
+        {"name": "maxGrace", "expression": _cel(admission["max_gpu_termination_grace_seconds"])},
     ]
+    create, gpu_pod = "request.operation != 'CREATE'", "!variables.isPod || !variables.asksForGpu"
     validations = [
-        {"expression": "request.operation != 'CREATE' || !variables.asksForGpu || variables.jobControllerPod || "
-                       "(variables.teamQueue != '' && variables.queue == variables.teamQueue)",
+        {"expression": "%s || !variables.asksForGpu || variables.ownedPod || "
+                       "(variables.teamQueue != '' && variables.queue == variables.teamQueue)" % create,
          "messageExpression": ("'GPUs in namespace ' + request.namespace + ' come only through Kueue: label the ' + "
                                "object.kind + ' %s: ' + variables.teamQueue + ' (the team\\'s LocalQueue)'"
                                % names.QUEUE_LABEL),
          "reason": "Forbidden"},
-        {"expression": "request.operation != 'CREATE' || !has(variables.spec.runtimeClassName) || "
-                       "!variables.spec.runtimeClassName.startsWith(%s)" % _cel(names.NVIDIA_RUNTIME_CLASS_PREFIX),
-         "messageExpression": ("'runtimeClassName ' + variables.spec.runtimeClassName + ' is refused in team namespaces: "
-                               "GPUs come from the device plugin or DRA through Kueue'"),
+        {"expression": "%s || variables.controller || !(%s) || (request.operation == 'UPDATE' && "
+                       "object.metadata.ownerReferences.all(o, has(oldObject.metadata.ownerReferences) && "
+                       "o in oldObject.metadata.ownerReferences))" % (gpu_pod, owners),
+         "messageExpression": ("'ownerReferences on a GPU pod in namespace ' + request.namespace + ' are written by "
+                               "the controller that creates it, not by ' + request.userInfo.username + "
+                               "': create the Job, Deployment or StatefulSet instead (Kueue admits it)'"),
          "reason": "Forbidden"},
-        {"expression": "!variables.containers.exists(c, %s) && !(has(variables.spec.ephemeralContainers) && "
-                       "variables.spec.ephemeralContainers.exists(c, %s))" % (env_set, env_set),
+        {"expression": "%s || %s || variables.ownedPod || variables.gated" % (create, gpu_pod),
+         "messageExpression": ("'a GPU pod in namespace ' + request.namespace + ' starts only when Kueue admits it: "
+                               "it must carry Kueue\\'s scheduling gate %s (Kueue leaves pods it believes owned "
+                               "by a workload, and spec.nodeName skips the scheduler)'" % names.KUEUE_ADMISSION_GATE),
+         "reason": "Forbidden"},
+        {"expression": "!variables.wasGated || variables.gated || variables.kueue",
+         "messageExpression": ("'only Kueue (%s) removes the scheduling gate %s, when it admits the pod\\'s "
+                               "workload; not ' + request.userInfo.username"
+                               % (names.KUEUE_USER, names.KUEUE_ADMISSION_GATE)),
+         "reason": "Forbidden"},
+        {"expression": "%s || !variables.asksForGpu || !has(variables.spec.terminationGracePeriodSeconds) || "
+                       "variables.spec.terminationGracePeriodSeconds <= variables.maxGrace" % create,
+         "message": ("terminationGracePeriodSeconds of a GPU pod in a team namespace is at most %d: Kueue's "
+                     "preemption and reclaim wait for it before the GPUs are free"
+                     % admission["max_gpu_termination_grace_seconds"]),
+         "reason": "Forbidden"},
+        {"expression": "%s || !has(variables.spec.runtimeClassName) || "
+                       "variables.spec.runtimeClassName in variables.runtimeClasses" % create,
+         "messageExpression": ("'runtimeClassName ' + variables.spec.runtimeClassName + ' is refused in team namespaces "
+                               "(allowed: ' + (size(variables.runtimeClasses) > 0 ? variables.runtimeClasses.join(', ') "
+                               ": 'none') + '): GPUs come from the device plugin or DRA through Kueue'"),
+         "reason": "Forbidden"},
+        {"expression": "(%s || !variables.containers.exists(c, %s)) && !(has(variables.spec.ephemeralContainers) && "
+                       "variables.spec.ephemeralContainers.exists(c, %s))" % (create, env_set, env_set),
          "message": "%s is set by the device plugin, never by a pod in a team namespace: remove it from env"
                     % names.VISIBLE_DEVICES_ENV,
+         "reason": "Forbidden"},
+        {"expression": "%s || !has(variables.spec.resourceClaims) || "
+                       "variables.spec.resourceClaims.all(c, !has(c.resourceClaimName))" % create,
+         "message": ("DRA devices in team namespaces come only from a resourceClaimTemplateName (Kueue counts the "
+                     "template's devices), never a shared resourceClaimName"),
          "reason": "Forbidden"},
     ]
     return {
@@ -99,11 +188,88 @@ def gpu_policy(plan: dict) -> dict:
         "spec": {
             "failurePolicy": "Fail",
             "matchConstraints": {"resourceRules": [
-                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods"]},
+                {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE", "UPDATE"], "resources": ["pods"]},
                 # Ephemeral containers (kubectl debug) may not ask for resources, but may set env.
                 {"apiGroups": [""], "apiVersions": ["v1"], "operations": ["UPDATE"], "resources": ["pods/ephemeralcontainers"]},
                 {"apiGroups": ["batch"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["jobs"]},
+                {"apiGroups": ["apps"], "apiVersions": ["v1"], "operations": ["CREATE"],
+                 "resources": ["deployments", "statefulsets"]},
             ]},
+            "variables": variables,
+            "validations": validations,
+        },
+    }
+
+
+def _suspended(obj: str) -> str:
+    """CEL: the workload ``obj`` is suspended (spec.suspend, or Kubeflow's spec.runPolicy.suspend)."""
+    return ("(has(%(o)s.spec) && has(%(o)s.spec.suspend) ? %(o)s.spec.suspend == true : "
+            "has(%(o)s.spec) && has(%(o)s.spec.runPolicy) && has(%(o)s.spec.runPolicy.suspend) && "
+            "%(o)s.spec.runPolicy.suspend == true)" % {"o": obj})
+
+
+def kueue_starts_policy(plan: dict) -> dict:
+    """The workloads Kueue suspends (SUSPENDED_KINDS) start only when Kueue admits them, and
+    DRA claims ask only for what Kueue counts.
+
+    * Created suspended, unless by a controller: Kueue's webhooks suspend every one they manage
+      in a team namespace; one left running claims an owner Kueue leaves it to.
+    * suspend goes from true to false only by a controller (Kueue; JobSet's for its child Jobs).
+    * A running Job's parallelism is raised only by a controller (Kueue admitted its pods' worth).
+    * ResourceClaimTemplates ask only for the device classes Kueue's deviceClassMappings count;
+      members make no ResourceClaims (a pod names only templates: gpu_policy).
+    """
+    mappings = (plan.get("kueue", {}).get("configuration", {}).get("resources") or {}).get("deviceClassMappings") or []
+    variables = _controller_variables(plan) + [
+        {"name": "dra", "expression": "object.apiVersion.startsWith('resource.k8s.io/')"},
+        {"name": "suspended", "expression": "!variables.dra && %s" % _suspended("object")},
+        {"name": "wasSuspended", "expression": "request.operation == 'UPDATE' && !variables.dra && %s"
+                                               % _suspended("oldObject")},
+        {"name": "deviceClasses", "expression": _cel(sorted({c for m in mappings for c in m["deviceClassNames"]}))},
+        {"name": "claimSpec", "expression": "object.kind == 'ResourceClaimTemplate' ? object.spec.spec : object.spec"},
+        {"name": "deviceRequests", "expression": "has(variables.claimSpec.devices) && "
+                                                 "has(variables.claimSpec.devices.requests) ? "
+                                                 "variables.claimSpec.devices.requests : []"},
+    ]
+    counted = "r.%s in variables.deviceClasses"
+    validations = [
+        {"expression": "request.operation != 'CREATE' || variables.dra || variables.suspended || variables.controller",
+         "messageExpression": ("object.kind + ' ' + object.metadata.name + ' in namespace ' + request.namespace + "
+                               "' must be created suspended: Kueue suspends every workload it manages and starts it "
+                               "when it admits it (it leaves alone one that names a workload as its owner: remove "
+                               "metadata.ownerReferences)'"),
+         "reason": "Forbidden"},
+        {"expression": "!variables.wasSuspended || variables.suspended || variables.controller",
+         "messageExpression": ("'only Kueue starts a suspended ' + object.kind + ' in namespace ' + request.namespace + "
+                               "': it clears suspend when it admits the workload; not ' + request.userInfo.username"),
+         "reason": "Forbidden"},
+        {"expression": ("request.operation != 'UPDATE' || object.kind != 'Job' || variables.controller || "
+                        "variables.wasSuspended || !has(object.spec.parallelism) || "
+                        "(has(oldObject.spec.parallelism) && object.spec.parallelism <= oldObject.spec.parallelism)"),
+         "messageExpression": ("'parallelism of the running Job ' + object.metadata.name + ' is raised only by Kueue "
+                               "(it admitted the Job\\'s pods at the parallelism it had); not ' + "
+                               "request.userInfo.username"),
+         "reason": "Forbidden"},
+        {"expression": ("request.operation != 'CREATE' || !variables.dra || variables.controller || "
+                        "variables.deviceRequests.all(r, (!has(r.exactly) || %s) && (!has(r.deviceClassName) || %s) && "
+                        "(!has(r.firstAvailable) || r.firstAvailable.all(s, s.deviceClassName in variables.deviceClasses)))"
+                        % (counted % "exactly.deviceClassName", counted % "deviceClassName")),
+         "messageExpression": ("object.kind + ' ' + object.metadata.name + ' asks for a device class Kueue does not "
+                               "count: team namespaces may ask only for ' + (size(variables.deviceClasses) > 0 ? "
+                               "variables.deviceClasses.join(', ') : 'none')"),
+         "reason": "Forbidden"},
+        {"expression": "request.operation != 'CREATE' || object.kind != 'ResourceClaim' || variables.controller",
+         "message": ("ResourceClaims in team namespaces are made from a pod's ResourceClaimTemplate by the "
+                     "resource claim controller, which Kueue counts; a claim made by hand is not"),
+         "reason": "Forbidden"},
+    ]
+    kinds = [(group, resource) for group, resource, _kind in SUSPENDED_KINDS]
+    return {
+        "apiVersion": API, "kind": "ValidatingAdmissionPolicy", "metadata": _meta(names.KUEUE_ADMITS_POLICY),
+        "spec": {
+            "failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": _rules(kinds, ("CREATE", "UPDATE")) + _rules(
+                [("resource.k8s.io", "resourceclaims"), ("resource.k8s.io", "resourceclaimtemplates")], ("CREATE",))},
             "variables": variables,
             "validations": validations,
         },
@@ -135,8 +301,8 @@ def _pod_priority_class(obj: str) -> str:
 
 def priority_policy(plan: dict) -> dict:
     """Any object in a team namespace: its Kueue WorkloadPriorityClass label one the
-    namespace may use; its pods' PriorityClass not a system one, and production's only in
-    production's namespaces. A value an object already had is kept on update (a pod that
+    namespace may use; its pods' PriorityClass one the Plan allows the namespace (an
+    allow-list; a system one and production's elsewhere get their own message). A value an object already had is kept on update (a pod that
     predates the policy can still be finalized)."""
     admission = plan["admission"]
     production_class = (admission["production_priority_class"] or {}).get("name", "")
@@ -150,6 +316,7 @@ def priority_policy(plan: dict) -> dict:
                                                    % _label("oldObject", names.WORKLOAD_PRIORITY_LABEL)},
         {"name": "podClass", "expression": _pod_priority_class("object")},
         {"name": "oldPodClass", "expression": "request.operation == 'UPDATE' ? %s : ''" % _pod_priority_class("oldObject")},
+        {"name": "podClasses", "expression": _cel({ns["name"]: ns["priority_classes"] for ns in admission["namespaces"]})},
         {"name": "podClassChanged", "expression": "variables.podClass != '' && variables.podClass != variables.oldPodClass"},
     ]
     validations = [
@@ -169,6 +336,17 @@ def priority_policy(plan: dict) -> dict:
                        "request.namespace in variables.productionNamespaces" % _cel(production_class),
          "messageExpression": "'PriorityClass ' + variables.podClass + ' is production\\'s: only for pods in ' + "
                               "variables.productionNamespaces.join(', ')",
+         "reason": "Forbidden"},
+        # An allow-list: a PriorityClass installed later (by an admin or an add-on) is not a team's.
+        {"expression": "!variables.podClassChanged || variables.podClass.startsWith(%s) || variables.podClass == %s || "
+                       "(request.namespace in variables.podClasses && "
+                       "variables.podClass in variables.podClasses[request.namespace])"
+                       % (_cel(names.SYSTEM_PRIORITY_CLASS_PREFIX), _cel(production_class)),
+         "messageExpression": ("'PriorityClass ' + variables.podClass + ' is not for pods in namespace ' + "
+                               "request.namespace + ': it may use ' + (request.namespace in variables.podClasses && "
+                               "size(variables.podClasses[request.namespace]) > 0 ? "
+                               "variables.podClasses[request.namespace].join(', ') : 'none') + "
+                               "' (a workload\\'s priority is its kueue.x-k8s.io/priority-class label)'"),
          "reason": "Forbidden"},
     ]
     return {
@@ -203,7 +381,7 @@ def admission_objects(plan: dict) -> list[dict]:
     if not plan["admission"]["namespaces"]:
         return []
     objects = production_priority_class(plan)
-    for policy in (gpu_policy(plan), priority_policy(plan)):
+    for policy in (gpu_policy(plan), kueue_starts_policy(plan), priority_policy(plan)):
         objects += [policy, _binding(policy["metadata"]["name"], plan)]
     return objects
 

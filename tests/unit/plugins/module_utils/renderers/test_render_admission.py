@@ -51,7 +51,8 @@ def test_objects_and_bindings(example):
     written = teams_as_written(example)
     team_namespaces = sorted(ns for t in written for ns in t.get("namespaces", [t["name"]]))
     policies = [o for o in objects.values() if o["kind"] == "ValidatingAdmissionPolicy"]
-    assert sorted(p["metadata"]["name"] for p in policies) == ["gpushare-gpu-through-kueue", "gpushare-team-priority"]
+    assert sorted(p["metadata"]["name"] for p in policies) == ["gpushare-gpu-through-kueue", "gpushare-only-kueue-starts",
+                                                               "gpushare-team-priority"]
     for policy in policies:
         binding = objects["ValidatingAdmissionPolicyBinding/" + policy["metadata"]["name"]]
         assert binding["apiVersion"] == policy["apiVersion"] == "admissionregistration.k8s.io/v1"
@@ -120,21 +121,30 @@ GPU_POLICY = (OBJECTS["ValidatingAdmissionPolicy/gpushare-gpu-through-kueue"],
               OBJECTS["ValidatingAdmissionPolicyBinding/gpushare-gpu-through-kueue"])
 PRIORITY_POLICY = (OBJECTS["ValidatingAdmissionPolicy/gpushare-team-priority"],
                    OBJECTS["ValidatingAdmissionPolicyBinding/gpushare-team-priority"])
+STARTS_POLICY = (OBJECTS["ValidatingAdmissionPolicy/gpushare-only-kueue-starts"],
+                 OBJECTS["ValidatingAdmissionPolicyBinding/gpushare-only-kueue-starts"])
+# Kueue as its Helm chart runs it (service account kueue-controller-manager in kueue-system).
+KUEUE = "system:serviceaccount:kueue-system:kueue-controller-manager"
+GATE = "kueue.x-k8s.io/admission"
 
 
-def pod(ns="training", requests=None, labels=None, init=False, **spec) -> dict:
+def pod(ns="training", requests=None, labels=None, init=False, gated=True, **spec) -> dict:
+    """A pod as the policy sees it: after Kueue's pod webhook, which gates every pod it
+    manages in a team namespace (``gated``)."""
     container = {"name": "main", "image": "app:1"}
     if requests:
         container["resources"] = {"limits": dict(requests)}
     body = {"containers": [{"name": "side", "image": "side:1"}], "initContainers": []}
     body["initContainers" if init else "containers"].append(container)
+    if gated:
+        body["schedulingGates"] = [{"name": GATE}]
     body.update(spec)
     return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": ns, "labels": labels or {}},
             "spec": body}
 
 
 def job(ns="training", requests=None, labels=None, **spec) -> dict:
-    template = pod(ns, requests, **spec)
+    template = pod(ns, requests, gated=False, **spec)
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "j", "namespace": ns, "labels": labels or {}},
             "spec": {"template": {"spec": template["spec"]}}}
 
@@ -195,7 +205,12 @@ def test_a_job_pods_come_from_the_job_controller():
 def test_nvidia_runtime_and_visible_devices_env():
     for runtime in ("nvidia", "nvidia-cdi", "nvidia-legacy"):
         assert gpu_refusals(pod("training", labels=queue("training"), runtimeClassName=runtime)), runtime
-    assert gpu_refusals(pod("training", runtimeClassName="gvisor")) == []
+    # An allow-list (the Plan's: none), not a prefix: any other name is refused too.
+    for runtime in ("gvisor", "kata-nvidia-gpu", "gpu"):
+        refusal = gpu_refusals(pod("training", labels=queue("training"), runtimeClassName=runtime))
+        assert refusal == ["runtimeClassName %s is refused in team namespaces (allowed: none): GPUs come from the "
+                           "device plugin or DRA through Kueue" % runtime], refusal
+    assert gpu_refusals(pod("training", labels=queue("training"))) == []
     env = pod("training", labels=queue("training"))
     env["spec"]["containers"][0]["env"] = [{"name": "NVIDIA_VISIBLE_DEVICES", "value": "all"}]
     assert gpu_refusals(env) and "NVIDIA_VISIBLE_DEVICES" in gpu_refusals(env)[0]
@@ -206,7 +221,199 @@ def test_nvidia_runtime_and_visible_devices_env():
     # Other env and other updates are no business of the policy.
     env["spec"]["containers"][0]["env"] = [{"name": "CUDA_VISIBLE_DEVICES", "value": "0"}]
     assert gpu_refusals(env) == []
-    assert gpu_refusals(pod("training", {"nvidia.com/gpu": 1}), operation="UPDATE") == []
+    running = pod("training", {"nvidia.com/gpu": 1}, queue("training"))
+    assert gpu_refusals(running, operation="UPDATE", old=running) == []
+
+
+# --- issue 34: Kueue the only way to a GPU (owner references, the gate, suspend, DRA) ---
+
+OWNER_MESSAGE = ("ownerReferences on a GPU pod in namespace training are written by the controller that creates it, "
+                 "not by %s: create the Job, Deployment or StatefulSet instead (Kueue admits it)")
+GATE_MESSAGE = ("a GPU pod in namespace training starts only when Kueue admits it: it must carry Kueue's scheduling "
+                "gate kueue.x-k8s.io/admission (Kueue leaves pods it believes owned by a workload, and spec.nodeName "
+                "skips the scheduler)")
+
+
+def owned_by(obj, kind, controller=True):
+    obj = copy.deepcopy(obj)
+    obj["metadata"]["ownerReferences"] = [{"apiVersion": "batch/v1" if kind == "Job" else "apps/v1", "kind": kind,
+                                           "name": "owner", "uid": "u", "controller": controller}]
+    return obj
+
+
+def test_a_spoofed_owner_reference_takes_no_gpu_pod_out_of_kueue():
+    """The issue's bypass: a bare pod with the team's label and a controller reference to a
+    Job (or a Deployment's ReplicaSet, a StatefulSet) is not gated by Kueue's webhook."""
+    claim = {"resourceClaims": [{"name": "gpu", "resourceClaimTemplateName": "h200"}]}
+    for kind in ("Job", "ReplicaSet", "StatefulSet"):
+        for extra in ({}, {"nodeName": "gpu01"}, claim):
+            spoofed = owned_by(pod("training", None if extra is claim else {"nvidia.com/gpu": 2}, queue("training"),
+                                   gated=False, **extra), kind)
+            assert gpu_refusals(spoofed) == [OWNER_MESSAGE % "alice", GATE_MESSAGE], (kind, extra)
+            # A service account of the team's own namespace (edit impersonates those) is no controller.
+            assert gpu_refusals(spoofed, username="system:serviceaccount:training:default") == [
+                OWNER_MESSAGE % "system:serviceaccount:training:default", GATE_MESSAGE]
+        # Not a controller reference either: a GPU pod of a member carries none.
+        assert OWNER_MESSAGE % "alice" in gpu_refusals(owned_by(pod("training", {"nvidia.com/gpu": 1}, queue("training")),
+                                                                kind, controller=False))
+    # The controllers' own pods: a Job's from the Job controller (the Job was admitted), a
+    # ReplicaSet's or StatefulSet's gated by Kueue like any other.
+    job_pod = owned_by(pod("training", {"nvidia.com/gpu": 1}, gated=False), "Job")
+    assert gpu_refusals(job_pod, username="system:serviceaccount:kube-system:job-controller") == []
+    for kind, user in (("ReplicaSet", "replicaset-controller"), ("StatefulSet", "statefulset-controller")):
+        gated = owned_by(pod("training", {"nvidia.com/gpu": 1}, queue("training")), kind)
+        assert gpu_refusals(gated, username="system:serviceaccount:kube-system:" + user) == []
+        ungated = owned_by(pod("training", {"nvidia.com/gpu": 1}, queue("training"), gated=False), kind)
+        assert gpu_refusals(ungated, username="system:serviceaccount:kube-system:" + user) == [GATE_MESSAGE]
+    # A Kubeflow or KubeRay operator's pod for its (suspended, admitted) workload.
+    assert gpu_refusals(owned_by(pod("training", {"nvidia.com/gpu": 1}, gated=False), "RayCluster"),
+                        username="system:serviceaccount:ray-system:kuberay-operator") == []
+    # A bare GPU pod Kueue did not gate, or one bound by hand, is refused; a CPU pod is no business of the policy.
+    assert gpu_refusals(pod("training", {"nvidia.com/gpu": 1}, queue("training"), gated=False)) == [GATE_MESSAGE]
+    assert gpu_refusals(owned_by(pod("training", gated=False), "Job")) == []
+
+
+def test_owner_references_are_not_added_to_a_gpu_pod_later():
+    before = pod("training", {"nvidia.com/gpu": 1}, queue("training"))
+    assert gpu_refusals(owned_by(before, "Job"), operation="UPDATE", old=before) == [OWNER_MESSAGE % "alice"]
+    # Kept or removed (the garbage collector orphaning it) is fine.
+    owned = owned_by(before, "ReplicaSet")
+    assert gpu_refusals(owned, operation="UPDATE", old=owned) == []
+    assert gpu_refusals(before, operation="UPDATE", old=owned) == []
+    assert gpu_refusals(owned_by(before, "Job"), operation="UPDATE", old=before,
+                        username="system:serviceaccount:kube-system:generic-garbage-collector") == []
+
+
+def test_only_kueue_removes_its_scheduling_gate():
+    for requests in ({"nvidia.com/gpu": 1}, None):
+        gated = pod("training", requests, queue("training"))
+        released = pod("training", requests, queue("training"), gated=False)
+        for user in ("alice", "system:serviceaccount:training:default", "system:serviceaccount:kube-system:job-controller",
+                     "gpushare-admin"):
+            assert gpu_refusals(released, operation="UPDATE", old=gated, username=user) == [
+                "only Kueue (%s) removes the scheduling gate kueue.x-k8s.io/admission, when it admits the pod's "
+                "workload; not %s" % (KUEUE, user)], user
+        assert gpu_refusals(released, operation="UPDATE", old=gated, username=KUEUE) == []
+        # Other updates of a gated or admitted pod (labels, finalizers) stay allowed.
+        assert gpu_refusals(gated, operation="UPDATE", old=gated) == []
+        assert gpu_refusals(released, operation="UPDATE", old=released) == []
+
+
+def test_termination_grace_of_gpu_pods_is_bounded():
+    message = ["terminationGracePeriodSeconds of a GPU pod in a team namespace is at most 300: Kueue's preemption "
+               "and reclaim wait for it before the GPUs are free"]
+    for seconds, refused in ((30, False), (300, False), (301, True), (86400, True)):
+        for make in (pod, job):
+            got = gpu_refusals(make("training", {"nvidia.com/gpu": 1}, queue("training"),
+                                    terminationGracePeriodSeconds=seconds))
+            assert got == (message if refused else []), (make, seconds, got)
+    assert gpu_refusals(pod("training", labels=queue("training"), terminationGracePeriodSeconds=86400,
+                            resourceClaims=[{"name": "g", "resourceClaimTemplateName": "t"}])) == message
+    assert gpu_refusals(pod("training", labels=queue("training"), terminationGracePeriodSeconds=86400)) == []
+
+
+def test_dra_only_through_templates_kueue_counts():
+    by_name = pod("training", labels=queue("training"), resourceClaims=[{"name": "g", "resourceClaimName": "shared"}])
+    assert gpu_refusals(by_name) == [
+        "DRA devices in team namespaces come only from a resourceClaimTemplateName (Kueue counts the template's "
+        "devices), never a shared resourceClaimName"]
+    assert gpu_refusals(pod("training", labels=queue("training"),
+                            resourceClaims=[{"name": "g", "resourceClaimTemplateName": "t"}])) == []
+
+
+def workload(kind="Job", suspend=True, ns="training", **spec):
+    group = {"Job": "batch/v1", "JobSet": "jobset.x-k8s.io/v1alpha2", "PyTorchJob": "kubeflow.org/v1",
+             "RayCluster": "ray.io/v1"}[kind]
+    body = dict(spec)
+    if kind == "PyTorchJob":
+        body["runPolicy"] = {"suspend": suspend}
+    else:
+        body["suspend"] = suspend
+    return {"apiVersion": group, "kind": kind, "metadata": {"name": "w", "namespace": ns, "labels": queue(ns)},
+            "spec": body}
+
+
+RESOURCES = {"Job": ("batch", "jobs"), "JobSet": ("jobset.x-k8s.io", "jobsets"), "PyTorchJob": ("kubeflow.org", "pytorchjobs"),
+             "RayCluster": ("ray.io", "rayclusters"), "ResourceClaim": ("resource.k8s.io", "resourceclaims"),
+             "ResourceClaimTemplate": ("resource.k8s.io", "resourceclaimtemplates")}
+
+
+def start_refusals(obj, policy=STARTS_POLICY, **request):
+    group, resource = RESOURCES[obj["kind"]]
+    return no_errors(admit(*policy, obj, group=group, resource=resource, **request))
+
+
+def test_only_kueue_starts_a_suspended_workload():
+    for kind in ("Job", "JobSet", "PyTorchJob", "RayCluster"):
+        started = "only Kueue starts a suspended %s in namespace training: it clears suspend when it admits the " \
+                  "workload; not alice" % kind
+        assert start_refusals(workload(kind, False), operation="UPDATE", old=workload(kind, True)) == [started]
+        assert start_refusals(workload(kind, False), operation="UPDATE", old=workload(kind, True), username=KUEUE) == []
+        # JobSet's controller resumes the child Jobs of an admitted JobSet.
+        assert start_refusals(workload(kind, False), operation="UPDATE", old=workload(kind, True),
+                              username="system:serviceaccount:jobset-system:jobset-controller-manager") == []
+        # A member may suspend its own workload, or keep it as it is; Kueue preempts by suspending.
+        assert start_refusals(workload(kind, True), operation="UPDATE", old=workload(kind, False)) == []
+        assert start_refusals(workload(kind, True), operation="UPDATE", old=workload(kind, False), username=KUEUE) == []
+        assert start_refusals(workload(kind, False), operation="UPDATE", old=workload(kind, False)) == []
+        # Created running: Kueue's webhook suspends every workload it manages, unless it names an owner Kueue manages.
+        assert start_refusals(workload(kind, False)) == [
+            "%s w in namespace training must be created suspended: Kueue suspends every workload it manages and starts "
+            "it when it admits it (it leaves alone one that names a workload as its owner: remove "
+            "metadata.ownerReferences)" % kind]
+        assert start_refusals(workload(kind, True)) == []
+        assert start_refusals(workload(kind, False), username="system:serviceaccount:kube-system:cronjob-controller") == []
+    # A Job without the field (not defaulted yet) counts as running.
+    bare = workload("Job")
+    del bare["spec"]["suspend"]
+    assert start_refusals(bare)
+
+
+def test_parallelism_of_a_running_job_is_raised_only_by_kueue():
+    refusal = ["parallelism of the running Job w is raised only by Kueue (it admitted the Job's pods at the parallelism "
+               "it had); not alice"]
+    assert start_refusals(workload("Job", False, parallelism=8), operation="UPDATE",
+                          old=workload("Job", False, parallelism=2)) == refusal
+    assert start_refusals(workload("Job", False, parallelism=1), operation="UPDATE",
+                          old=workload("Job", False, parallelism=2)) == []
+    assert start_refusals(workload("Job", False, parallelism=8), operation="UPDATE",
+                          old=workload("Job", False, parallelism=2), username=KUEUE) == []
+    # While suspended the Job is not admitted: Kueue reads the new parallelism when it admits it.
+    assert start_refusals(workload("Job", True, parallelism=8), operation="UPDATE",
+                          old=workload("Job", True, parallelism=2)) == []
+
+
+def claim_template(kind, *classes, ns="research"):
+    requests = [{"name": "r%d" % i, "exactly": {"deviceClassName": c}} for i, c in enumerate(classes)]
+    spec = {"devices": {"requests": requests}}
+    return {"apiVersion": "resource.k8s.io/v1", "kind": kind, "metadata": {"name": "t", "namespace": ns},
+            "spec": {"spec": spec} if kind == "ResourceClaimTemplate" else spec}
+
+
+def test_dra_claims_ask_only_for_device_classes_kueue_counts():
+    # mixed-fleet maps DeviceClass gpu.nvidia.com to gpushare.cluster/dra-gpu (its inventory's DRA pool).
+    objects = {"%s/%s" % (o["kind"], o["metadata"]["name"]): o
+               for o in yaml.safe_load_all({f["path"]: f["content"] for f in manifest_files(PLANS["mixed-fleet"])}
+                                           ["00-namespaces.yaml"])}
+    policy = (objects["ValidatingAdmissionPolicy/gpushare-only-kueue-starts"],
+              objects["ValidatingAdmissionPolicyBinding/gpushare-only-kueue-starts"])
+    ns = policy[1]["spec"]["matchResources"]["namespaceSelector"]["matchExpressions"][0]["values"][0]
+    assert start_refusals(claim_template("ResourceClaimTemplate", "gpu.nvidia.com", ns=ns), policy) == []
+    for classes in (("mig.nvidia.com",), ("gpu.nvidia.com", "vfio.gpu.nvidia.com")):
+        assert start_refusals(claim_template("ResourceClaimTemplate", *classes, ns=ns), policy) == [
+            "ResourceClaimTemplate t asks for a device class Kueue does not count: team namespaces may ask only for "
+            "gpu.nvidia.com"]
+    alternatives = claim_template("ResourceClaimTemplate", ns=ns)
+    alternatives["spec"]["spec"]["devices"]["requests"] = [{"name": "r", "firstAvailable": [
+        {"name": "a", "deviceClassName": "gpu.nvidia.com"}, {"name": "b", "deviceClassName": "mig.nvidia.com"}]}]
+    assert start_refusals(alternatives, policy)
+    # Without DRA in the Plan nothing is counted; claims come only from templates.
+    assert start_refusals(claim_template("ResourceClaimTemplate", "gpu.nvidia.com", ns="training"))
+    claim = "ResourceClaims in team namespaces are made from a pod's ResourceClaimTemplate by the resource claim " \
+            "controller, which Kueue counts; a claim made by hand is not"
+    assert start_refusals(claim_template("ResourceClaim", "gpu.nvidia.com", ns=ns), policy) == [claim]
+    assert start_refusals(claim_template("ResourceClaim", "gpu.nvidia.com", ns=ns), policy,
+                          username="system:serviceaccount:kube-system:resource-claim-controller") == []
 
 
 def priority_refusals(obj, **request):
@@ -260,7 +467,13 @@ def test_system_and_production_pod_priority_classes():
     cron = {"apiVersion": "batch/v1", "kind": "CronJob", "metadata": {"name": "c", "namespace": "training", "labels": {}},
             "spec": {"jobTemplate": {"spec": {"template": {"spec": pod(priorityClassName="system-node-critical")["spec"]}}}}}
     assert priority_refusals(cron)
-    assert priority_refusals(pod("training", priorityClassName="batch-low")) == []
+    # An allow-list: a class an admin or add-on installs later is no team's.
+    for ns, mine in (("training", "none"), ("data-science", "none"), ("prod-serving", "gpushare-production")):
+        for name in ("batch-low", "high-priority"):
+            assert priority_refusals(pod(ns, priorityClassName=name)) == [
+                "PriorityClass %s is not for pods in namespace %s: it may use %s (a workload's priority is its "
+                "kueue.x-k8s.io/priority-class label)" % (name, ns, mine)]
+            assert priority_refusals(job(ns, priorityClassName=name))
     # A pod that already had the class (it predates the policy) can still be updated (finalized).
     old = pod("training", priorityClassName="system-cluster-critical")
     assert priority_refusals(old, operation="UPDATE", old=old) == []
