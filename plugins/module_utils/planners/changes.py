@@ -1,24 +1,54 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Day two: the previous plan as the current state, and what a new plan changes against it.
+"""Day two: the applied plan as the current state, and what a new plan changes against it.
 
-The previous plan (``plan.json`` of the last run, in the artifacts directory) says how every
-GPU is partitioned now; the MIG planner keeps those partitions where it can (mig_planner's
-stable re-planning). ``plan_changes`` then lists, before anything is applied, every GPU whose
-MIG partition changes (each one is drained by the MIG Manager: NVIDIA/gpu-operator#262), the
-service replicas that move to another slice, and the quotas and node labels that change.
+The previous plan is the one last applied (``applied-plan.json`` in the plan directory,
+written by site.yml once it has applied a plan; before that the ``plan.json`` a run replaces,
+which the plan module then keeps as ``applied-plan.json``), so the changes stay listed,
+run after run, until they are applied. It says how every GPU is partitioned now; the MIG
+planner keeps those partitions where it can (mig_planner's stable re-planning).
+``plan_changes`` then lists, before anything is applied:
+
+* every GPU that is re-cut (its MIG partition differs: MIG switched on or off, or other
+  profile counts), each applied as RECUT_STEPS says;
+* every pod (workload replica) that restarts, with why: it is on a re-cut GPU, or what it
+  asks for changes (a new resource, team or sharing mode), and then the manifest change its
+  team must make. A replica whose slice assignment changes while its GPU keeps its partition
+  and its resource stays is not listed: the device plugin does not move a running pod;
+* pods that start (new replicas) or end (replicas removed), quotas and node labels.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import MIG
-from ansible_collections.gpushare.cluster.plugins.module_utils.names import PLAN_FORMAT
+from ansible_collections.gpushare.cluster.plugins.module_utils.names import MIG_RESOURCE_PREFIX, PLAN_FORMAT
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.workload_requests import replica_requests
+
+# The plan directory's record of the plan last applied (site.yml writes it after applying).
+APPLIED_PLAN = "applied-plan.json"
+PLAN_FILE = "plan.json"
+# What happens to a re-cut GPU (gpu_operator role, node_labels.yml): the one wording of the
+# output, the docs and ansible-doc.
+RECUT_STEPS = ("cordon the node, evict the pods on the GPU (deleted, so PodDisruptionBudgets are not honoured), "
+               "re-cut it, uncordon")
+# Why a pod restarts.
+ON_RECUT_GPU, NEW_RESOURCE, TEAM_CHANGED, MODE_CHANGED, GPU_REMOVED = (
+    "re-cut GPU", "new resource", "team changed", "mode changed", "GPU removed")
 
 
 class PreviousPlanError(Exception):
     """The previous plan cannot be used as the current state; the message says why."""
+
+
+def previous_plan_path(dest: str) -> str:
+    """The plan changes are listed against, under the plan directory ``dest``: the applied
+    plan when one is recorded, else the last plan written."""
+    applied = os.path.join(dest, APPLIED_PLAN)
+    return applied if os.path.exists(applied) else os.path.join(dest, PLAN_FILE)
 
 
 def parse_previous(text: str, cluster_name: str) -> dict:
@@ -39,7 +69,8 @@ def parse_previous(text: str, cluster_name: str) -> dict:
     try:
         current_partitions(plan)
         _quotas(plan), _labels(plan)
-    except (KeyError, TypeError, AttributeError) as err:
+        replica_requests(plan)
+    except (KeyError, TypeError, AttributeError, IndexError) as err:
         raise PreviousPlanError("not a complete plan (%r missing or malformed)" % err) from None
     return plan
 
@@ -70,11 +101,11 @@ def _describe(gpu: dict | None) -> str:
     return gpu["mode"] + (" (MIG %s)" % cut if cut else "")
 
 
-def _placements(plan: dict) -> dict[tuple[str, int], str]:
-    """(workload, replica) -> where its MIG slice is."""
-    return {(s["workload"], s["replica"]): "%s GPU %d %s@%d" % (node["name"], gpu["index"], s["profile"], s["start"])
+def _slices(plan: dict) -> dict[tuple[str, int], tuple[str, int, str, int]]:
+    """(workload, replica) -> (node, GPU index, profile, start) of its MIG slice."""
+    return {(s["workload"], s["replica"]): (node["name"], gpu["index"], s["profile"], s["start"])
             for node in plan["nodes"] for gpu in node["gpus"]
-            for s in (gpu["mig"] or {}).get("slices", ()) if s["workload"]}
+            for s in (gpu["mig"] or {}).get("slices", ()) if s["workload"] and gpu["mode"] == MIG}
 
 
 def _gpus(plan: dict) -> dict[tuple[str, int], dict]:
@@ -101,32 +132,117 @@ def known_labels(plan: dict | None) -> dict[str, dict[str, list[str]]]:
     return known
 
 
-def plan_changes(previous: dict | None, new: dict, replan: str = "stable") -> dict:
-    """What ``new`` changes against ``previous`` (None: the first plan, everything is new)."""
+def gpu_name(key: tuple[str, int]) -> str:
+    return "%s GPU %d" % key
+
+
+def _where(req: dict, placed: tuple | None) -> str:
+    if placed:
+        return "%s GPU %d %s@%d" % placed
+    if req["claim_template"]:
+        return "ResourceClaimTemplate %s" % req["claim_template"]
+    return "%d x %s" % (req["count"], req["resource"])
+
+
+def _asks(req: dict) -> str:
+    return ("ResourceClaimTemplate %s" % req["claim_template"]) if req["claim_template"] else \
+        "%s: %d" % (req["resource"], req["count"])
+
+
+def _manifest_change(old: dict, new: dict) -> str | None:
+    """What the team changes in the pod's manifest (teams/<team>/<workload>.yaml), or None."""
+    parts = []
+    if old["namespace"] != new["namespace"]:
+        parts.append("namespace %s instead of %s" % (new["namespace"], old["namespace"]))
+    if old["queue"] != new["queue"]:
+        parts.append("label kueue.x-k8s.io/queue-name: %s instead of %s" % (new["queue"], old["queue"]))
+    if _asks(old) != _asks(new):
+        parts.append("ask for %s instead of %s" % (_asks(new), _asks(old)))
+    return "; ".join(parts) or None
+
+
+def _restart(key, old_req, new_req, old_at, new_at, recut, gone, old_gpus) -> dict | None:
+    """Why pod ``key`` restarts (a list of {"why", "text"}), or None when it keeps running."""
+    reasons, certain = [], True
+    if old_req["team"] != new_req["team"]:
+        reasons.append({"why": TEAM_CHANGED, "text": "team %s -> %s" % (old_req["team"], new_req["team"])})
+    if old_req["sharing"] != new_req["sharing"]:
+        reasons.append({"why": MODE_CHANGED, "text": "sharing %s -> %s" % (old_req["sharing"], new_req["sharing"])})
+    if _asks(old_req) != _asks(new_req):
+        reasons.append({"why": NEW_RESOURCE, "text": "asks for %s instead of %s" % (_asks(new_req), _asks(old_req))})
+    here = old_at.get(key)
+    if here is not None:
+        gpu = here[:2]
+        if gpu in recut:
+            same = new_at.get(key)
+            text = "on %s, which is re-cut" % gpu_name(gpu)
+            if same is not None and same[:3] == here[:3]:
+                text += "; restarts in place (same GPU and profile)"
+            reasons.append({"why": ON_RECUT_GPU, "text": text})
+        elif gpu in gone:
+            reasons.append({"why": GPU_REMOVED, "text": "on %s, which the new plan no longer has" % gpu_name(gpu)})
+    elif old_req["resource"]:
+        # Not a MIG slice: the device plugin does not say which GPU a pod got, so a pod
+        # asking for what a re-cut GPU served may be on it (as the gpu_operator role counts it).
+        serving = sorted(k for k in recut | gone if old_req["resource"] in _served(old_gpus[k]))
+        if serving:
+            certain = bool(reasons)
+            reasons.append({"why": ON_RECUT_GPU if set(serving) & recut else GPU_REMOVED,
+                            "text": "if it runs on %s (%s), which %s" % (
+                                " or ".join(gpu_name(k) for k in serving), old_req["resource"],
+                                "is re-cut" if set(serving) & recut else "the new plan no longer has")})
+    if not reasons:
+        return None
+    return {"workload": key[0], "replica": key[1], "team": old_req["team"], "new_team": new_req["team"],
+            "reasons": reasons, "certain": certain, "old": _where(old_req, here), "new": _where(new_req, new_at.get(key)),
+            "manifest": _manifest_change(old_req, new_req)}
+
+
+def _served(gpu: dict) -> set[str]:
+    """The device-plugin resources a plan GPU serves."""
+    if gpu.get("resource"):
+        return {gpu["resource"]}
+    return {MIG_RESOURCE_PREFIX + s["profile"] for s in (gpu.get("mig") or {}).get("slices", ())}
+
+
+def plan_changes(previous: dict | None, new: dict, replan: str = "stable", against: dict | None = None) -> dict:
+    """What ``new`` changes against ``previous`` (None: the first plan, everything is new).
+    ``against``: what names the previous plan (its file and sha256), kept in the result."""
     if previous is None:
-        return {"previous": False, "replan": replan, "repartitioned": [], "gpus": [], "moved": [], "placed": [],
-                "freed": [], "quotas": [], "labels": [], "known_labels": {}}
+        return {"previous": False, "against": None, "replan": replan, "repartitioned": [], "gpus": [],
+                "restarts": [], "started": [], "ended": [], "quotas": [], "labels": [], "known_labels": {}}
     old_gpus, new_gpus = _gpus(previous), _gpus(new)
-    gpus, repartitioned = [], []
+    gpus, repartitioned, recut = [], [], set()
     for key in sorted(set(old_gpus) | set(new_gpus)):
         old, now = old_gpus.get(key), new_gpus.get(key)
-        recut = old is not None and now is not None and partition(old) != partition(now)
-        if recut:
-            repartitioned.append("%s GPU %d" % key)
+        # Partitions, not modes: a GPU that stays in MIG mode with other profiles is re-cut too.
+        is_recut = old is not None and now is not None and partition(old) != partition(now)
+        if is_recut:
+            repartitioned.append(gpu_name(key))
+            recut.add(key)
         if (_describe(old), (old or {}).get("team")) != (_describe(now), (now or {}).get("team")):
             gpus.append({"node": key[0], "gpu": key[1], "old": _describe(old), "new": _describe(now),
                          "old_team": (old or {}).get("team"), "new_team": (now or {}).get("team"),
-                         "repartitioned": recut})
-    old_at, new_at = _placements(previous), _placements(new)
-    moved = [{"workload": w, "replica": r, "old": old_at[(w, r)], "new": new_at[(w, r)]}
-             for (w, r) in sorted(set(old_at) & set(new_at)) if old_at[(w, r)] != new_at[(w, r)]]
-    placed = [{"workload": w, "replica": r, "new": new_at[(w, r)]} for (w, r) in sorted(set(new_at) - set(old_at))]
-    freed = [{"workload": w, "replica": r, "old": old_at[(w, r)]} for (w, r) in sorted(set(old_at) - set(new_at))]
-    return {"previous": True, "replan": replan, "repartitioned": repartitioned, "gpus": gpus, "moved": moved,
-            "placed": placed, "freed": freed,
+                         "repartitioned": is_recut})
+    gone = set(old_gpus) - set(new_gpus)
+    old_req, new_req = replica_requests(previous), replica_requests(new)
+    old_at, new_at = _slices(previous), _slices(new)
+    restarts = [r for r in (_restart(key, old_req[key], new_req[key], old_at, new_at, recut, gone, old_gpus)
+                            for key in sorted(set(old_req) & set(new_req))) if r]
+    started = [{"workload": w, "replica": r, "team": new_req[(w, r)]["team"], "new": _where(new_req[(w, r)], new_at.get((w, r)))}
+               for (w, r) in sorted(set(new_req) - set(old_req))]
+    ended = [{"workload": w, "replica": r, "team": old_req[(w, r)]["team"], "old": _where(old_req[(w, r)], old_at.get((w, r)))}
+             for (w, r) in sorted(set(old_req) - set(new_req))]
+    return {"previous": True, "against": against, "replan": replan, "repartitioned": repartitioned, "gpus": gpus,
+            "restarts": restarts, "started": started, "ended": ended,
             "quotas": _differences(_quotas(previous), _quotas(new), ("team", "resource")),
             "labels": _differences(_labels(previous), _labels(new), ("node", "label")),
             "known_labels": known_labels(previous)}
+
+
+def against(path: str | None, text: str) -> dict:
+    """What names a previous plan: its file and the sha256 of its text."""
+    return {"file": path, "sha256": hashlib.sha256(text.encode("utf-8")).hexdigest()}
 
 
 def _differences(old: dict, new: dict, names: tuple[str, str]) -> list[dict]:
@@ -134,25 +250,53 @@ def _differences(old: dict, new: dict, names: tuple[str, str]) -> list[dict]:
             for key in sorted(set(old) | set(new)) if old.get(key) != new.get(key)]
 
 
+def has_changes(changes: dict) -> bool:
+    return any(changes[k] for k in ("gpus", "restarts", "started", "ended", "quotas", "labels"))
+
+
+def _against_text(changes: dict) -> str:
+    a = changes.get("against") or {}
+    return "%s (sha256 %s)" % (a.get("file") or "the previous plan", (a.get("sha256") or "?")[:12])
+
+
+def restart_line(r: dict) -> str:
+    return "%s replica %d%s: %s" % (r["workload"], r["replica"], "" if r["certain"] else " (may restart)",
+                                    "; ".join("%s: %s" % (x["why"], x["text"]) for x in r["reasons"]))
+
+
+def by_team(changes: dict) -> dict[str, dict]:
+    """team -> {"restarts", "started", "ended"} of its pods (a pod that changes team is its new team's)."""
+    teams: dict = {}
+    for r in changes["restarts"]:
+        teams.setdefault(r["new_team"], {"restarts": [], "started": [], "ended": []})["restarts"].append(r)
+    for what in ("started", "ended"):
+        for r in changes[what]:
+            teams.setdefault(r["team"], {"restarts": [], "started": [], "ended": []})[what].append(r)
+    return dict(sorted(teams.items()))
+
+
 def change_lines(changes: dict) -> list[str]:
-    """plan.yml's short table of what the plan changes."""
+    """plan.yml's short list of what the plan changes."""
     if not changes["previous"]:
         return ["Changes: first plan of this cluster (no previous plan.json): every GPU is configured as planned"]
-    if not any(changes[k] for k in ("gpus", "moved", "placed", "freed", "quotas", "labels")):
-        return ["Changes: none against the previous plan"]
-    lines = ["Changes against the previous plan (replan: %s): %d GPU(s) re-partitioned (each drained), "
-             "%d replica(s) moved" % (changes["replan"], len(changes["repartitioned"]), len(changes["moved"]))]
+    if not has_changes(changes):
+        return ["Changes: none against %s" % _against_text(changes)]
+    lines = ["Changes against %s, not applied yet (replan: %s): %d GPU(s) re-cut (each: %s), %d pod(s) restart"
+             % (_against_text(changes), changes["replan"], len(changes["repartitioned"]), RECUT_STEPS,
+                len(changes["restarts"]))]
     for g in changes["gpus"]:
         lines.append("  %-10s GPU %-3d %s -> %s%s%s" % (
             g["node"], g["gpu"], g["old"], g["new"],
             "" if g["old_team"] == g["new_team"] else "  (team %s -> %s)" % (g["old_team"], g["new_team"]),
-            "  [re-partitioned: drained]" if g["repartitioned"] else ""))
-    for m in changes["moved"]:
-        lines.append("  %s replica %d moves: %s -> %s" % (m["workload"], m["replica"], m["old"], m["new"]))
-    for m in changes["placed"]:
-        lines.append("  %s replica %d is placed on %s" % (m["workload"], m["replica"], m["new"]))
-    for m in changes["freed"]:
-        lines.append("  %s replica %d leaves %s" % (m["workload"], m["replica"], m["old"]))
+            "  [re-cut]" if g["repartitioned"] else ""))
+    for team, mine in by_team(changes).items():
+        for r in mine["restarts"]:
+            lines.append("  team %s: %s%s" % (team, restart_line(r),
+                                               "; manifest: %s" % r["manifest"] if r["manifest"] else ""))
+        for r in mine["started"]:
+            lines.append("  team %s: %s replica %d starts on %s" % (team, r["workload"], r["replica"], r["new"]))
+        for r in mine["ended"]:
+            lines.append("  team %s: %s replica %d ends (was on %s)" % (team, r["workload"], r["replica"], r["old"]))
     for q in changes["quotas"]:
         lines.append("  quota %s %s: %s -> %s" % (q["team"], q["resource"], q["old"] or 0, q["new"] or 0))
     for label in changes["labels"]:

@@ -35,12 +35,14 @@ def build_plan(variables: dict) -> dict:
     return _build(load_inventory(variables), None)
 
 
-def plan_and_changes(variables: dict, previous_text: str | None = None, defined_variables=()) -> tuple[dict, dict]:
-    """The plan against the previous one (the text of its plan.json; None: the first plan)
-    and what it changes (changes.plan_changes). With ``replan: stable`` (the default) the
-    previous plan is the GPUs' current state and the MIG planner keeps its partitions where
-    it can; it must then be readable (changes.PreviousPlanError). ``replan: optimal`` plans
-    from scratch and only compares. ``defined_variables``: model.load_inventory's."""
+def plan_and_changes(variables: dict, previous_text: str | None = None, defined_variables=(),
+                     previous_path: str | None = None) -> tuple[dict, dict]:
+    """The plan against the previous one (the text of the applied plan's JSON, ``previous_path``
+    naming its file; None: the first plan) and what it changes (changes.plan_changes). With
+    ``replan: stable`` (the default) the previous plan is the GPUs' current state and the MIG
+    planner keeps its partitions where it can; it must then be readable
+    (changes.PreviousPlanError). ``replan: optimal`` plans from scratch and only compares.
+    ``defined_variables``: model.load_inventory's."""
     inventory = load_inventory(variables, defined_variables)
     stable = inventory.policy.replan == "stable"
     previous = None
@@ -51,7 +53,8 @@ def plan_and_changes(variables: dict, previous_text: str | None = None, defined_
             if stable:
                 raise
     plan = _build(inventory, changes.current_partitions(previous) if previous and stable else None)
-    return plan, changes.plan_changes(previous, plan, inventory.policy.replan)
+    return plan, changes.plan_changes(previous, plan, inventory.policy.replan,
+                                      changes.against(previous_path, previous_text) if previous else None)
 
 
 def _build(inventory: Inventory, current: dict | None) -> dict:

@@ -15,7 +15,8 @@ from __future__ import annotations
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import GPU_RESOURCE
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import clock_minutes, window_minutes
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import WHOLE
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import MIG, WHOLE
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import RECUT_STEPS, partition
 
 DAY = 24 * 60
 
@@ -158,4 +159,87 @@ def whole_gpu_use(plan: dict, nodes: list[dict]) -> tuple[dict, list[str]]:
     return use, waiting
 
 
-__all__ = ["base_hours", "day_states", "whole_gpu_use"]
+def _state_at(plan: dict, minute: int) -> str | None:
+    """The window in force at ``minute`` of the day, or None (the base state)."""
+    return next((w["name"] for w in plan["windows"]
+                 if any(a <= minute % DAY < b for a, b in window_minutes(w["from"], w["until"]))), None)
+
+
+def _occupants(plan: dict, state: dict, key: tuple[str, int], gpu: dict) -> list[str]:
+    """The pods a person should expect on GPU ``key`` in ``state``: its MIG slices' replicas,
+    the pods of the workloads sharing it, or the whole-GPU workloads Kueue admits on it."""
+    if gpu["mode"] == MIG:
+        return ["%s replica %d (%s)" % (s["workload"], s["replica"], s["profile"])
+                for s in gpu["mig"]["slices"] if s["workload"]]
+    if gpu["mode"] == WHOLE:
+        use = state["whole"].get(key) or {"workloads": [], "borrower": None}
+        return ["%s (%s%s)" % (w, use["borrower"] or gpu["team"] or "cohort pool",
+                               ", borrowed from %s" % (gpu["team"] or "the cohort pool") if use["borrower"] else "")
+                for w in use["workloads"]]
+    return ["the pods of %s (%s, %s)" % (w["name"], w["team"], w["sharing"]) for w in plan["workloads"]
+            if w["sharing"] == gpu["mode"] and w["team"] == gpu["team"]]
+
+
+def switches(plan: dict) -> list[dict]:
+    """What each switch between two states of the day does to running work.
+
+    One dict per switch, in clock order: ``at`` (HH:MM), ``old`` and ``new`` (window names,
+    None for the base state), ``into`` (True when ``new`` is a window), and ``gpus``: each
+    GPU that changes, with ``gpu`` ((node, index)), ``recut`` (its MIG partition changes:
+    the gpu_operator role refuses the change while a pod may hold it, so the switch waits for
+    ``pods``), ``old``/``new`` (mode and team) and ``pods`` (who runs there before the switch).
+    A GPU that is not re-cut but changes mode, resource or team does not wait: its pods keep
+    their device, and should have ended."""
+    states = {s["window"]: s for s in day_states(plan)}
+    out = []
+    for window in plan["windows"]:
+        for clock, into in ((window["from"], True), (window["until"], False)):
+            minute = clock_minutes(clock)
+            old, new = _state_at(plan, minute - 1), _state_at(plan, minute)
+            if old == new:
+                continue
+            before = {(n["name"], g["index"]): g for n in states[old]["nodes"] for g in n["gpus"]}
+            after = {(n["name"], g["index"]): g for n in states[new]["nodes"] for g in n["gpus"]}
+            gpus = []
+            for key in sorted(before):
+                g, h = before[key], after[key]
+                recut = partition(g) != partition(h)
+                if recut or (g["mode"], g.get("resource"), g["team"]) != (h["mode"], h.get("resource"), h["team"]):
+                    gpus.append({"gpu": key, "recut": recut, "old": (g["mode"], g["team"]), "new": (h["mode"], h["team"]),
+                                 "pods": _occupants(plan, states[old], key, g)})
+            out.append({"at": clock, "old": old, "new": new, "into": into, "gpus": gpus})
+    unique = {(s["at"], s["old"], s["new"]): s for s in out}
+    return sorted(unique.values(), key=lambda s: clock_minutes(s["at"]))
+
+
+def _state_name(window: str | None) -> str:
+    return "window %s" % window if window else "the base state"
+
+
+def switch_text(plan: dict, switch: dict) -> str:
+    """One sentence per switch, the same in report.md and split.svg: what must have ended
+    (entering a window) or what blocks the switch (leaving it)."""
+    zone = plan["cluster"]["timezone"]
+    head = "At %s %s (%s -> %s)" % (switch["at"], zone, _state_name(switch["old"]), _state_name(switch["new"]))
+    if not switch["gpus"]:
+        return head + ": no GPU changes; only quotas switch."
+    parts = []
+    for g in switch["gpus"]:
+        what = "%s GPU %d %s -> %s%s" % (g["gpu"][0], g["gpu"][1], g["old"][0], g["new"][0],
+                                         ", re-cut" if g["recut"] else "")
+        pods = ", ".join(g["pods"])
+        if not pods:
+            parts.append("%s: nothing runs there" % what)
+        elif g["recut"] and switch["into"]:
+            parts.append("%s: %s must have ended, or the switch waits for them" % (what, pods))
+        elif g["recut"]:
+            parts.append("%s: the switch back waits while %s runs there" % (what, pods))
+        else:
+            parts.append("%s: %s should have ended (not waited for: they keep their device)" % (what, pods))
+    waits = any(g["recut"] and g["pods"] for g in switch["gpus"])
+    tail = (" The gpu_operator role refuses to re-cut a GPU under running pods and names them; the next scheduled "
+            "run switches once they are gone (with allow_disruption it does not wait: %s)." % RECUT_STEPS) if waits else ""
+    return "%s: %s.%s" % (head, "; ".join(parts), tail)
+
+
+__all__ = ["base_hours", "day_states", "switch_text", "switches", "whole_gpu_use"]

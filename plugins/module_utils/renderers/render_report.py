@@ -7,7 +7,9 @@ from __future__ import annotations
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
     DRA, MIG, MODES, MPS, TIMESLICE, WHOLE)
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.day_states import day_states
+from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import (
+    RECUT_STEPS, by_team, has_changes, restart_line)
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.day_states import day_states, switch_text, switches
 
 
 def _mig_line(gpu: dict) -> str:
@@ -57,8 +59,12 @@ def split_table(plan: dict) -> list[str]:
     return lines
 
 
-def report_markdown(plan: dict) -> str:
+def report_markdown(plan: dict, changes: dict | None = None) -> str:
+    """report.md; its first section is the pending changes (changes.md) when there are any."""
     out = ["# GPU sharing plan: %s" % plan["cluster"]["name"], ""]
+    if changes and changes["previous"] and has_changes(changes):
+        # One heading level down: the changes are a section of the report.
+        out += ["#" + line if line.startswith("#") else line for line in changes_markdown(changes).split("\n")]
     out += ["Kubernetes: %s. Kueue cohort: `%s`. Leftover MIG capacity: %s. CPU/memory quota: %s. "
             "Sharing windows' times are in %s (`gpushare_policy.timezone`). GPUs are numbered by their "
             "inventory index, as `nvidia-smi -i` numbers them." % (
@@ -94,6 +100,7 @@ def report_markdown(plan: dict) -> str:
         out.append("| %s | %s | %s | %s | %d x %d GPU | %s |" % (
             w["name"], w["team"], w["kind"], w["sharing"], w["replicas"], w["gpus_per_replica"], where))
     out += _states_of_the_day(plan)
+    out += switch_lines(plan)
     if plan["warnings"]:
         out += ["", "## Warnings", ""] + ["- %s" % w for w in plan["warnings"]]
     return "\n".join(out) + "\n"
@@ -126,6 +133,55 @@ def _states_of_the_day(plan: dict) -> list[str]:
         out += ["", "Whole GPUs: %s." % ("; ".join(placed + state["waiting"]) or "none in use")]
         out.append("")
     return out[:-1]
+
+
+def switch_lines(plan: dict) -> list[str]:
+    """What each switch between the states of the day does to running work (day_states.switches)."""
+    found = switches(plan)
+    if not found:
+        return []
+    return ["", "## What each switch does to running work", ""] + ["- %s" % switch_text(plan, s) for s in found]
+
+
+def changes_markdown(changes: dict) -> str:
+    """changes.md: what the plan changes against the applied plan, per team, not applied yet."""
+    if not changes["previous"]:
+        return "# Changes\n\nFirst plan of this cluster: no applied plan to compare with.\n"
+    a = changes["against"] or {}
+    out = ["# Changes not applied yet", "",
+           "Against `%s` (sha256 `%s`), replan: %s. They stay listed, run after run, until site.yml applies "
+           "this plan." % (a.get("file"), a.get("sha256"), changes["replan"]), ""]
+    if not has_changes(changes):
+        return "\n".join(out + ["None: the plan is the applied one.", ""])
+    out += ["## GPUs", ""]
+    if changes["gpus"]:
+        out += ["Each re-cut GPU: %s." % RECUT_STEPS, "", "| GPU | now | planned | team | re-cut |", "|---|---|---|---|---|"]
+        out += ["| %s GPU %d | %s | %s | %s | %s |" % (
+            g["node"], g["gpu"], g["old"], g["new"], g["new_team"] if g["old_team"] == g["new_team"]
+            else "%s -> %s" % (g["old_team"], g["new_team"]), "yes" if g["repartitioned"] else "no") for g in changes["gpus"]]
+    else:
+        out.append("No GPU changes.")
+    out += ["", "## Pods, per team", "",
+            "A pod restarts when its GPU is re-cut or when what it asks for changes (then its team redeploys it "
+            "with the manifest change shown, from `teams/<team>/`); nothing else moves a running pod.", ""]
+    for team, mine in by_team(changes).items():
+        out += ["### %s" % team, ""]
+        out += ["- restarts: %s%s" % (restart_line(r), "; **manifest:** %s" % r["manifest"] if r["manifest"] else "")
+                for r in mine["restarts"]]
+        out += ["- starts: %s replica %d on %s" % (r["workload"], r["replica"], r["new"]) for r in mine["started"]]
+        out += ["- ends: %s replica %d (was on %s)" % (r["workload"], r["replica"], r["old"]) for r in mine["ended"]]
+        out.append("")
+    if not by_team(changes):
+        out += ["No pod restarts, starts or ends.", ""]
+    if changes["quotas"]:
+        out += ["## Quotas", "", "| team | resource | now | planned |", "|---|---|---|---|"]
+        out += ["| %s | `%s` | %s | %s |" % (q["team"], q["resource"], q["old"] or 0, q["new"] or 0) for q in changes["quotas"]]
+        out.append("")
+    if changes["labels"]:
+        out += ["## Node labels", "", "| node | label | now | planned |", "|---|---|---|---|"]
+        out += ["| %s | `%s` | `%s` | `%s` |" % (x["node"], x["label"], x["old"], x["new"]) for x in changes["labels"]]
+        out.append("")
+    return "\n".join(out)
 
 
 def _borrowed(borrower) -> str:
