@@ -100,6 +100,11 @@ SYSTEM_PRIORITY_CLASS_PREFIX = "system-"
 CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
 JOB_CONTROLLER_USERS = ("system:serviceaccount:kube-system:job-controller", CONTROLLER_MANAGER_USER)
 # The ValidatingAdmissionPolicies (each with a binding of the same name) and production's PriorityClass.
+# CDI device requests by annotation (the CDI spec's annotation key prefix), which a CDI-aware
+# runtime honours; and the directory whose mounts the toolkit reads as a device list when it
+# accepts device lists as volume mounts. Neither has an honest use in a team's pod.
+CDI_ANNOTATION_PREFIX = "cdi.k8s.io/"
+DEVICE_LIST_MOUNT_DIR = "/var/run/nvidia-container-devices"
 GPU_ADMISSION_POLICY = "gpushare-gpu-through-kueue"
 PRIORITY_ADMISSION_POLICY = "gpushare-team-priority"
 KUEUE_ADMITS_POLICY = "gpushare-only-kueue-starts"

@@ -103,13 +103,16 @@ def gpu_policy(plan: dict) -> dict:
       none. ownerReferences on a GPU pod are written only by controllers, never added later.
     * Only Kueue removes the gate.
     * Termination grace of GPU pods bounded; RuntimeClasses from the Plan's allow-list; no
-      NVIDIA_VISIBLE_DEVICES env; DRA through ResourceClaimTemplates only (Kueue counts them).
+      NVIDIA_VISIBLE_DEVICES env, cdi.k8s.io/ annotations or device-list mounts; DRA through
+      ResourceClaimTemplates only (Kueue counts them).
     """
     admission = plan["admission"]
     asks = ("c.resources.%s.exists(r, r in variables.gpuResources || variables.gpuPrefixes.exists(p, r.startsWith(p)))")
     container_gpu = "has(c.resources) && ((has(c.resources.limits) && %s) || (has(c.resources.requests) && %s))" % (
         asks % "limits", asks % "requests")
     env_set = "has(c.env) && c.env.exists(e, e.name == %s)" % _cel(names.VISIBLE_DEVICES_ENV)
+    device_mount = "has(c.volumeMounts) && c.volumeMounts.exists(m, m.mountPath.startsWith(%s))" % _cel(
+        names.DEVICE_LIST_MOUNT_DIR)
     owners = "has(object.metadata.ownerReferences) && size(object.metadata.ownerReferences) > 0"
     variables = _controller_variables(plan) + [
         {"name": "isPod", "expression": "object.kind == 'Pod'"},
@@ -176,6 +179,21 @@ def gpu_policy(plan: dict) -> dict:
                        "variables.spec.ephemeralContainers.exists(c, %s))" % (create, env_set, env_set),
          "message": "%s is set by the device plugin, never by a pod in a team namespace: remove it from env"
                     % names.VISIBLE_DEVICES_ENV,
+         "reason": "Forbidden"},
+        # Device requests past the device plugin and DRA: no honest pod needs them (the device
+        # plugin's CDI annotations go on the container it allocates for, not on the pod).
+        {"expression": "!variables.isPod || !has(object.metadata.annotations) || "
+                       "!object.metadata.annotations.exists(k, k.startsWith(%s) && !(request.operation == 'UPDATE' && "
+                       "has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations && "
+                       "oldObject.metadata.annotations[k] == object.metadata.annotations[k]))"
+                       % _cel(names.CDI_ANNOTATION_PREFIX),
+         "message": "%s annotations ask the container runtime for devices past Kueue: remove them"
+                    % names.CDI_ANNOTATION_PREFIX,
+         "reason": "Forbidden"},
+        {"expression": "(%s || !variables.containers.exists(c, %s)) && !(has(variables.spec.ephemeralContainers) && "
+                       "variables.spec.ephemeralContainers.exists(c, %s))" % (create, device_mount, device_mount),
+         "message": "a volume mounted under %s is a device list for the NVIDIA runtime: mount it elsewhere"
+                    % names.DEVICE_LIST_MOUNT_DIR,
          "reason": "Forbidden"},
         {"expression": "%s || !has(variables.spec.resourceClaims) || "
                        "variables.spec.resourceClaims.all(c, !has(c.resourceClaimName))" % create,

@@ -321,6 +321,35 @@ def test_dra_only_through_templates_kueue_counts():
                             resourceClaims=[{"name": "g", "resourceClaimTemplateName": "t"}])) == []
 
 
+def test_device_requests_past_the_device_plugin():
+    """cdi.k8s.io/ annotations (CDI's device request by annotation) and mounts under the
+    NVIDIA runtime's device-list directory, in any team pod, GPU or not."""
+    cdi = "cdi.k8s.io/ annotations ask the container runtime for devices past Kueue: remove them"
+    mount = ("a volume mounted under /var/run/nvidia-container-devices is a device list for the NVIDIA runtime: "
+             "mount it elsewhere")
+    annotated = pod("training", labels=queue("training"))
+    annotated["metadata"]["annotations"] = {"cdi.k8s.io/gpu": "nvidia.com/gpu=all", "note": "x"}
+    assert gpu_refusals(annotated) == [cdi]
+    plain = pod("training", labels=queue("training"))
+    plain["metadata"]["annotations"] = {"note": "x"}
+    assert gpu_refusals(plain) == []
+    # Added while the pod waits for Kueue: refused; one a pod already had (before the policy) is kept.
+    assert gpu_refusals(annotated, operation="UPDATE", old=plain) == [cdi]
+    assert gpu_refusals(annotated, operation="UPDATE", old=annotated) == []
+    for path in ("/var/run/nvidia-container-devices", "/var/run/nvidia-container-devices/all"):
+        mounted = pod("training", labels=queue("training"), init=True)
+        mounted["spec"]["initContainers"][0]["volumeMounts"] = [{"name": "v", "mountPath": path}]
+        assert gpu_refusals(mounted) == [mount], path
+        assert gpu_refusals(job("training", labels=queue("training"), initContainers=mounted["spec"]["initContainers"]))
+    elsewhere = pod("training", labels=queue("training"))
+    elsewhere["spec"]["containers"][0]["volumeMounts"] = [{"name": "v", "mountPath": "/var/run/app"}]
+    assert gpu_refusals(elsewhere) == []
+    debug = pod("training")
+    debug["spec"]["ephemeralContainers"] = [{"name": "d", "image": "busybox", "volumeMounts": [
+        {"name": "v", "mountPath": "/var/run/nvidia-container-devices/0"}]}]
+    assert gpu_refusals(debug, operation="UPDATE", resource="pods/ephemeralcontainers", old=pod("training")) == [mount]
+
+
 def workload(kind="Job", suspend=True, ns="training", **spec):
     group = {"Job": "batch/v1", "JobSet": "jobset.x-k8s.io/v1alpha2", "PyTorchJob": "kubeflow.org/v1",
              "RayCluster": "ray.io/v1"}[kind]
