@@ -64,6 +64,8 @@ def _build(inventory: Inventory, current: dict | None) -> dict:
     problems.raise_if_any()
     _check_mps_without_mig(inventory, [state["nodes"]] + [w["nodes"] for w in windows], problems)
     problems.raise_if_any()
+    _check_runs_in_some_state(inventory, state["nodes"], windows, problems)
+    problems.raise_if_any()
     return {
         "format": PLAN_FORMAT,
         "cluster": {"name": inventory.policy.cluster_name,
@@ -396,6 +398,60 @@ def _check_demand(inventory: Inventory, nodes: list[dict], problems: Problems, w
                 problems.add(team.path + ".lending_limit", "exceeds the %d whole GPUs the team owns" % owned,
                              team.lending_limit, "0..%d" % owned,
                              "lending_limit counts the team's whole GPUs, in every pool together; lower it")
+
+
+def _reach(team, owners: dict, teams: dict) -> int:
+    """How many whole GPUs of one server (``owners``: owner or None -> count) one replica of
+    ``team`` can get: its own, plus, when it borrows, those of the cohort pool and of teams that
+    lend (within their lending limits), up to its borrowing limit."""
+    own = owners.get(team.name, 0)
+    if not team.borrow:
+        return own
+    lendable = 0
+    for owner, count in owners.items():
+        other = teams.get(owner)
+        if owner is None:
+            lendable += count
+        elif owner != team.name and other.lend:
+            lendable += count if other.lending_limit is None else min(count, other.lending_limit)
+    return own + (lendable if team.borrowing_limit is None else min(lendable, team.borrowing_limit))
+
+
+def _check_runs_in_some_state(inventory: Inventory, base: list[dict], windows: list[dict], problems: Problems) -> None:
+    """A whole-GPU or DRA workload one replica of which can be admitted in no state of the day
+    (the base state, each window): its team can never reach that many GPUs on one server, owned
+    or borrowed, so Kueue would hold it forever. Refused, with each state's best server."""
+    teams = {t.name: t for t in inventory.teams}
+    states = [("the base state", base)] + [
+        ("window %s (%s-%s)" % (w["name"], w["from"], w["until"]),
+         [next((m for m in w["nodes"] if m["name"] == n["name"]), n) for n in base]) for w in windows]
+    for w in inventory.workloads:
+        if w.sharing not in (WHOLE, DRA) or w.team not in teams:
+            continue
+        best = []
+        for name, nodes in states:
+            reach = []
+            for n in nodes:
+                if n["dra"] != (w.sharing == DRA) or (w.gpu_model and n["model"] != w.gpu_model):
+                    continue
+                owners: dict = defaultdict(int)
+                for g in n["gpus"]:
+                    if g["mode"] == WHOLE:
+                        owners[g["team"]] += 1
+                reach.append((_reach(teams[w.team], owners, teams), n["name"]))
+            best.append((name, max(reach, default=(0, "no server"))))
+        if all(w.gpus > most for _name, (most, _node) in best):
+            team = teams[w.team]
+            problems.add(w.path + ".gpus", "workload %s needs %d whole GPUs on one server for each replica, and team %s "
+                         "reaches that in no state of the day: %s" % (
+                             w.name, w.gpus, w.team, "; ".join("%s at most %d (%s)" % (name, most, node)
+                                                               for name, (most, node) in best)),
+                         w.gpus, "at most %d" % max(most for _name, (most, _node) in best),
+                         "Give team %s more whole GPUs on one server (team: %s on a GPU, or in a window), %s, or lower "
+                         "gpus (Kueue admits all of a replica's GPUs or none)" % (
+                             w.team, w.team, "let it borrow (borrow: true)" if not team.borrow else
+                             "raise its borrowing_limit (%d)" % team.borrowing_limit if team.borrowing_limit is not None
+                             else "let the teams there lend (lend: true, lending_limit)"))
 
 
 def _check_team_demand(inventory: Inventory, nodes: list[dict], problems: Problems, warnings: list[str]) -> None:
