@@ -549,8 +549,9 @@ def summary(advice, change_lines, plan_check):
         else:
             lines.append('%-20s %-12s %s: %s' % (s['name'], s.get('team') or '?', s.get('status'), s.get('reason', '')))
     for w in advice['windows']:
-        lines.append('window %s %s-%s: %s whole' % (w['name'], w['from'], w['until'],
-                                                    ', '.join('%s/%d' % tuple(g) for g in w['gpus'])))
+        lines.append('window %s %s-%s: %s %s%s' % (w['name'], w['from'], w['until'],
+                                                   ', '.join('%s/%d' % tuple(g) for g in w['gpus']), w['mode'],
+                                                   '' if w.get('proposed', True) else ' (kept as it is)'))
     for r in advice.get('repairs', []):
         lines.append('repair %s: %s' % (r['rule'], r['did']))
     for u in advice.get('unmatched', []):

@@ -157,7 +157,9 @@ def _local_hours(b: Builder, zone: str | None):
 
 def real_cluster_day(days: int = 28, seed: int = 1, duplicate_shared: bool = True, people_timezone: str | None = None,
                      user_mib: dict | None = None, shared_service: bool = False, outage_day: float | None = None,
-                     compact: bool = False, start: int = START) -> tuple[UsageData, dict]:
+                     compact: bool = False, start: int = START, fine_tune_shape: str = "one-pod",
+                     fine_tune_mib: float = None, fine_tune_from_day: int | None = None, eve_namespace: str = "data-science",
+                     experiments: int = 0) -> tuple[UsageData, dict]:
     """The four-GPU example day with the shapes real clusters have, and its ground truth:
 
     * Deployments ``<name>-<10-char hash>-<5>`` (vLLM rolled out once, to a 9-character hash);
@@ -174,7 +176,16 @@ def real_cluster_day(days: int = 28, seed: int = 1, duplicate_shared: bool = Tru
       ``fine-tune-<minute>``, a Kubeflow TrainJob (Job ``fine-tune-<id>-node-0``) or a PyTorchJob
       (pod ``fine-tune-rerun-<id>-master-0``), pods labelled ``kueue.x-k8s.io/queue-name:
       training``; the last three completed pods still listed (not running);
-    * with ``outage_day``, node gpu01 reports nothing for two days from that day.
+    * with ``outage_day``, node gpu01 reports nothing for two days from that day;
+    * ``fine_tune_shape``: ``one-pod`` (each run one pod on both GPUs, as above), ``two-pods``
+      (each run a PyTorchJob ``fine-tune-rerun-<id>``, pods ``-master-0`` on GPU 2 and
+      ``-worker-0`` on GPU 3), ``changes`` (``two-pods`` for the nights before day ``days // 2``,
+      then a TrainJob's one pod on both GPUs); ``fine_tune_mib`` per GPU (FINE_TUNE_MIB), flat;
+      with ``fine_tune_from_day``, runs from that night on only;
+    * ``eve_namespace``: the namespace of eve's Kubeflow Notebook (Kubeflow gives each user a
+      profile namespace);
+    * ``experiments``: that many daily Jobs ``experiment-<n>`` (n = 1, 2, ...; one pod on GPU 3,
+      10:00-11:00 UTC) of team training, ending with the window, that no workload matches.
 
     ``start``: the first sample (a Monday 00:00 UTC; DST_START has Europe's DST change inside 28 days).
     """
@@ -219,7 +230,7 @@ def real_cluster_day(days: int = 28, seed: int = 1, duplicate_shared: bool = Tru
             b.pod("data-science", pod, "<none>", "<none>", up=up,
                   labels={"component": "singleuser-server", "hub.jupyter.org/username": user})
         else:
-            b.pod("data-science", pod, "StatefulSet", "%s-gpu" % user, up=up, labels={"notebook-name": "%s-gpu" % user})
+            b.pod(eve_namespace, pod, "StatefulSet", "%s-gpu" % user, up=up, labels={"notebook-name": "%s-gpu" % user})
         busy = up & (hours >= 9) & (hours < 18) & (rng.random(b.steps) < 0.3)
         ups[pod], mems[pod] = up, np.where(up, users[user] + CONTEXT_MIB, 0.0)
         acts[pod] = np.where(busy, np.clip(0.3 + rng.normal(0, 0.05, b.steps), 0, 1), 0.0)
@@ -243,7 +254,8 @@ def real_cluster_day(days: int = 28, seed: int = 1, duplicate_shared: bool = Tru
     for pod, up in ups.items():
         reported = up if duplicate_shared else (first_up == pod)
         if reported.any():
-            b.device("gpu01", 2, "data-science", pod, device_mem + b.noise(5), device_act, up=reported & device_up,
+            ns = eve_namespace if pod.startswith("eve-") else "data-science"
+            b.device("gpu01", 2, ns, pod, device_mem + b.noise(5), device_act, up=reported & device_up,
                      instance="0", profile="7g.141gb")
     truth["per_sharer_mib"] = {pod: float(m.max()) for pod, m in mems.items()}
     truth["most_up_at_once"] = int(np.sum([u.astype(int) for u in ups.values()], axis=0).max())     # on the device
@@ -253,11 +265,24 @@ def real_cluster_day(days: int = 28, seed: int = 1, duplicate_shared: bool = Tru
     night_index = ((b.t - b.start - 19.5 * 3600) // DAY).astype(int)
     done: list = []
     ft_pods = {}
+    per_gpu = FINE_TUNE_MIB if fine_tune_mib is None else fine_tune_mib
     for n in range(-1, days):
         up = run & (night_index == n)
-        if not up.any():
+        if not up.any() or fine_tune_from_day is not None and n < fine_tune_from_day:
             continue
-        if n % 5 in (0, 1, 2):
+        if fine_tune_shape == "two-pods" or fine_tune_shape == "changes" and n < days // 2:
+            owner = "fine-tune-rerun-%06x" % (n + 4096)
+            for gpu, role in ((2, "master"), (3, "worker")):
+                pod = "%s-%s-0" % (owner, role)
+                b.pod("training", pod, "PyTorchJob", owner, up=up, labels={"kueue.x-k8s.io/queue-name": "training"})
+                b.device("gpu01", gpu, "training", pod, per_gpu + b.noise(20), 0.85 + b.noise(0.08), up=up,
+                         instance="0" if gpu == 2 else None, profile="7g.141gb" if gpu == 2 else None)
+                ft_pods[pod] = ("PyTorchJob", owner)
+            continue
+        if fine_tune_shape == "changes":
+            owner_kind, owner = "Job", "fine-tune-k%04d-node-0" % (n + 1000)
+            pod = "%s-0-%s" % (owner, "x7k2p")
+        elif n % 5 in (0, 1, 2):
             owner_kind, owner = "Job", "fine-tune-%d" % (29400000 + 1440 * n)
             pod = "%s-%s" % (owner, "abcde")
         elif n % 5 == 3:
@@ -272,10 +297,20 @@ def real_cluster_day(days: int = 28, seed: int = 1, duplicate_shared: bool = Tru
         done.append((pod, owner_kind, owner))
         ft_pods[pod] = (owner_kind, owner)
         for gpu in (2, 3):
-            b.device("gpu01", gpu, "training", pod, FINE_TUNE_MIB + b.noise(20), 0.85 + b.noise(0.08), up=up,
+            b.device("gpu01", gpu, "training", pod, per_gpu + b.noise(20), 0.85 + b.noise(0.08), up=up,
                      instance="0" if gpu == 2 else None, profile="7g.141gb" if gpu == 2 else None)
     truth["fine_tune_pods"] = ft_pods
-    truth["fine_tune_mib_per_gpu"] = FINE_TUNE_MIB
+    truth["fine_tune_mib_per_gpu"] = per_gpu
+    exp_pods = {}
+    for k in range(experiments):
+        day = days - experiments + k
+        up = (day_index == day) & (b.hours >= 10) & (b.hours < 11)
+        owner = "experiment-%d" % (k + 1)
+        pod = "%s-%s" % (owner, "q9z8w")
+        b.pod("training", pod, "Job", owner, up=up)
+        b.device("gpu01", 3, "training", pod, 8192 + b.noise(10), 0.6 + b.noise(0.05), up=up)
+        exp_pods[pod] = owner
+    truth["experiment_pods"] = exp_pods
     truth["vllm_pods"] = vllm
     if outage_day is not None:
         hole = (b.t >= b.start + outage_day * DAY) & (b.t < b.start + (outage_day + 2) * DAY)

@@ -61,7 +61,8 @@ class _Service:
         self.namespace = namespace
         self.name = name
         self.devices: dict[tuple, _Device] = {}
-        self.pod_series: dict[str, list[GpuSeries]] = defaultdict(list)
+        # (namespace, pod) -> its series: a workload's pods may run in several namespaces
+        self.pod_series: dict[tuple, list[GpuSeries]] = defaultdict(list)
         self.running = None        # pods running at each step (kube-state-metrics), or None
 
 
@@ -145,7 +146,7 @@ def services_of(ctx: _Context) -> tuple[dict, list[str]]:
         svc = services.get(key)
         if svc is None:
             svc = services[key] = _Service(*key)
-        svc.pod_series[s.pod].append(s)
+        svc.pod_series[(s.namespace, s.pod)].append(s)
         by_device[s.device].append((key, s))
     groups = owner_groups(ctx.identity, usage.owners) if ctx.identity is not None else {}
     for group, counts in usage.pods_running.items():
@@ -319,7 +320,7 @@ def features(ctx: _Context, svc: _Service, sl: slice) -> dict:
         present = present | (pods_up > 0)     # a notebook is up while its pod is, busy or not
         replica = _per_replica_pooled(t, present, pods_up)
     else:
-        replica = _per_replica(ctx, svc, sl, n, present, pods_up)
+        replica = _per_replica(ctx, svc, sl, n, present, pods_up, t["devices_up"])
     replica_mem, replica_act = replica["mem"], replica["act"]
     mem_known = not np.isnan(replica_mem).all()
     act_known = not np.isnan(replica_act).all()
@@ -345,6 +346,8 @@ def features(ctx: _Context, svc: _Service, sl: slice) -> dict:
         "presence": min(1.0, float(present.sum()) / float(observed.sum())) if observed.any() else 0.0,
         "observed_share": float(observed.mean()) if n else 0.0,
         "pooled": pooled, "replicas": replica["replicas"], "gpus_per_replica": replica["gpus_per_replica"],
+        "run_gpus": replica["run_gpus"], "pod_gpus_latest": replica["pod_gpus_latest"],
+        "pod_gpus_seen": replica["pod_gpus_seen"],
         "memory_known": mem_known, "memory_peak_mib": float(np.nanmax(replica_mem)) if mem_known else float("nan"),
         "memory_p5_mib": _percentile(replica_mem, s.flat_percentile) if mem_known else float("nan"),
         "capacity_mib": min((d.capacity_mib for d in devs if d.capacity_mib), default=None),
@@ -451,17 +454,18 @@ def _per_replica_pooled(t: dict, present, pods_up) -> dict:
         act = t["act_total"] / sharers
     replicas = int(np.nanmax(np.where(present, np.maximum(pods_up, np.round(t["sharers"])), 0))) \
         if present.any() else 0
-    return {"mem": mem, "act": act, "gpus_per_replica": 1, "replicas": replicas}
+    return {"mem": mem, "act": act, "gpus_per_replica": 1, "replicas": replicas, "run_gpus": max(1, replicas),
+            "pod_gpus_latest": 1, "pod_gpus_seen": [1]}
 
 
-def _per_replica(ctx: _Context, svc: _Service, sl: slice, n: int, present, pods_up) -> dict:
+def _per_replica(ctx: _Context, svc: _Service, sl: slice, n: int, present, pods_up, devices_up) -> dict:
     """Each pod's memory and activity summed over its devices (samples of all pods in one
     array), the most devices a pod held, and the replicas as a percentile of the pods up.
     Where a device is shared at that moment, a pod's value is its service's share of the
     device over its pods there."""
     np = _np()
     steps = ctx.usage.steps
-    mems, acts, gpus = [], [], []
+    mems, acts, gpus, last = [], [], [], []
     for series in svc.pod_series.values():
         ms, as_ = [], []
         for x in series:
@@ -482,11 +486,20 @@ def _per_replica(ctx: _Context, svc: _Service, sl: slice, n: int, present, pods_
                     if not np.isnan(m).all() else np.full(n, np.nan))
         acts.append(np.where(up, np.nansum(a, axis=0), np.nan))
         gpus.append(p.sum(axis=0).max() if p.size else 0)
+        last.append(int(np.flatnonzero(up)[-1]) if up.any() else -1)
     up_counts = pods_up[present] if present.any() else np.zeros(1)
     replicas = max(1, int(math.ceil(float(np.percentile(up_counts, ctx.settings.quota_percentile))))) \
         if present.any() else 0
+    # A run's GPUs are what all its pods hold at once: a job may change shape (2 pods x 1 GPU, then
+    # 1 pod x 2 GPUs) and still take the same GPUs a run. Its latest shape is that of the pod seen last.
+    held = devices_up[present] if present.any() else np.zeros(1)
+    run_gpus = max(1, int(math.ceil(float(np.percentile(held, ctx.settings.quota_percentile)) - 1e-9)))
+    seen = [g for g, t in zip(gpus, last) if t >= 0 and g > 0]
+    latest = int(gpus[int(np.argmax(last))]) if seen else 1
     return {"mem": np.concatenate(mems), "act": np.concatenate(acts),
-            "gpus_per_replica": int(max(gpus)) if gpus else 1, "replicas": replicas}
+            "gpus_per_replica": int(max(gpus)) if gpus else 1, "replicas": replicas,
+            "run_gpus": run_gpus, "pod_gpus_latest": max(1, latest),
+            "pod_gpus_seen": sorted({int(g) for g in seen}) or [1]}
 
 
 def _busy_hours(ctx: _Context, sl: slice, active) -> dict:
@@ -542,6 +555,7 @@ def evidence(f: dict) -> dict:
             "idle_memory_mib": r(f["idle_memory_mib"], 0), "capacity_mib": r(f["capacity_mib"], 0),
             "compute_p": r(f["compute"], 3), "compute_mean": r(f["compute_mean"], 3),
             "replicas_seen": f["replicas"], "gpus_per_replica": f["gpus_per_replica"], "pooled": f["pooled"],
+            "gpus_at_once": f["run_gpus"], "gpus_per_pod_seen": f["pod_gpus_seen"],
             "runs": f["runs"], "median_run_hours": r(f["median_run_hours"], 1),
             "busy_hours": "%s-%s" % (f["busy_from"], f["busy_until"]), "day_concentration": r(f["day_concentration"], 3),
             "model": f["model"], "device_idle_share": r(f["device_idle_share"], 3),

@@ -45,6 +45,8 @@ _REPLICASET_HASH = re.compile(r"-[a-z0-9]{6,10}$")
 _JOB_SUFFIX = re.compile(r"-(?=[a-z0-9]*[0-9])[a-z0-9]{5,12}$")
 # KubeRay: a RayJob's cluster is "<rayjob>-raycluster-<5>".
 _RAY_CLUSTER = re.compile(r"-raycluster-[a-z0-9]{5}$")
+# A family of per-run objects numbered by hand or by a script: experiment-1, experiment-2, ...
+_RUN_NUMBER = re.compile(r"(?<=[a-z0-9])-[0-9]+$")
 _DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 
 
@@ -58,7 +60,7 @@ def service_name(owner_kind: str | None, owner_name: str | None, pod: str) -> st
     if owner_kind == "ReplicaSet":
         return _REPLICASET_HASH.sub("", owner_name)
     if owner_kind in RUN_KINDS:
-        return _JOB_SUFFIX.sub("", _RAY_CLUSTER.sub("", owner_name))
+        return _RUN_NUMBER.sub("", _JOB_SUFFIX.sub("", _RAY_CLUSTER.sub("", owner_name)))
     return owner_name
 
 

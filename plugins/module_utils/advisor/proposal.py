@@ -10,6 +10,7 @@ import math
 from collections import Counter, defaultdict
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog, mig_geometry
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import model as inv_model
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import AUTO, DRA, MIG, MPS, SHARED_MODES, TIMESLICE, WHOLE
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.features import _Context
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.rules import (
@@ -169,6 +170,8 @@ class _Placement:
         self.free = {(n.name, g.index): g for n in ctx.inventory.nodes if not n.dra for g in n.gpus}
         self.assigned: dict[tuple, dict] = {}
         self.unplaced: list[str] = []
+        self.services = services
+        self.borrowed: dict[tuple, object] = {}    # GPUs a kept service used only in their windows -> the GPU now
 
     def take(self, model: str | None, count: int, service_names: set, team: str) -> list[tuple]:
         cands = [k for k in self.free if (model is None or self.ctx.node_models[k[0]] == model)]
@@ -291,6 +294,11 @@ class _Placement:
                 continue
             for k in list(self.free):
                 if r["name"] in self.used_by[k]:
+                    if self._only_in_windows(k, r["name"]):
+                        # borrowed in the GPU's windows: the GPU is placed for its own services; its
+                        # windows stay where nothing else proposes one (propose)
+                        self.borrowed[k] = self.free[k]
+                        continue
                     g = self.free.pop(k)
                     self.assigned[k] = _gpu_as_is(g)
             w = current.get(r["name"])
@@ -306,13 +314,41 @@ class _Placement:
                     self.assigned[k] = _gpu_as_is(self.free.pop(k))
                     have += g.replicas or 1
 
+    def _only_in_windows(self, k: tuple, name: str) -> bool:
+        """Whether service ``name`` was on GPU ``k`` only in hours its current windows cover (it
+        borrowed the GPU there, e.g. a training job lent a notebooks' GPU at night)."""
+        g = self.free[k]
+        if not g.windows:
+            return False
+        covered = set()
+        for w in g.windows:
+            start, end = int(w.start[:2]), int(w.end[:2]) + (1 if w.end[3:5] not in ("", "00") else 0)
+            covered |= {(start + i) % HOURS_PER_DAY for i in range((end - start) % HOURS_PER_DAY or HOURS_PER_DAY)}
+        np = _np()
+        hours = set()
+        for (_ns, svc_name), svc in self.services.items():
+            for d in svc.devices.values():
+                if svc_name == name and (d.key[0], d.key[1]) == k and getattr(d, "mem", None) is not None:
+                    up = ~(np.isnan(d.mem) & np.isnan(d.act))
+                    hours |= {int(h) for h in np.unique(self.ctx.hours[up])}
+        return bool(hours) and hours <= covered
+
+    def restore_borrowed_windows(self) -> None:
+        """A GPU a kept service borrowed in its windows keeps those windows when it stays in the mode
+        and with the team they were written for and nothing else gave it a window."""
+        for k, g in self.borrowed.items():
+            a = self.assigned.get(k)
+            if a is not None and not a.get("schedule") and a["mode"] == g.mode and a.get("team") == g.team:
+                a["schedule"] = _gpu_as_is(g)["schedule"]
+
     def batch(self, advised: list[dict], teams: list[dict]) -> None:
         """Training and batch: the rest, to their teams by their quota share."""
         batch_teams = Counter()
         for r in advised:
             if r["kind"] in ("training", "batch") and r["sharing"] == WHOLE:
                 quota = next(t for t in teams if t["team"] == r["team"])
-                batch_teams[r["team"]] = max(batch_teams[r["team"]], quota["quota_proposed"], r["gpus"])
+                batch_teams[r["team"]] = max(batch_teams[r["team"]], quota["quota_proposed"],
+                                             r.get("run_gpus") or r["gpus"])
         for team, want in sorted(batch_teams.items(), key=lambda kv: -kv[1]):
             names = {r["name"] for r in advised if r["team"] == team}
             for k in self.take(None, want, names, team):
@@ -339,11 +375,12 @@ def propose(ctx: _Context, results: list[dict], teams: list[dict], services: dic
     place.batch(advised, teams)
     place.spare()
     # -- windows from idle hours of the time-sliced pools, when a queued team could borrow
-    windows = _windows(ctx, pools, advised)
+    windows = _windows(ctx, pools, advised, _kept_runs(ctx, results))
     for w in windows:
         for node, index in w["gpus"]:
             place.assigned[(node, index)]["schedule"] = [{"name": w["name"], "from": w["from"], "until": w["until"],
                                                          "mode": WHOLE}]
+    place.restore_borrowed_windows()
     nodes = _node_vars(ctx, place.assigned)
     return {"workloads": workloads, "nodes": nodes, "unplaced": place.unplaced, "windows": windows,
             "buy": _buy(ctx, advised, windows, place.unplaced)}
@@ -415,13 +452,22 @@ def _circular_runs(flags: list[bool]) -> list[tuple[int, int]]:
     return sorted(runs, key=lambda r: (-r[1], r[0]))
 
 
-def _windows(ctx: _Context, pools: list, advised: list[dict]) -> list[dict]:
+def _kept_runs(ctx: _Context, results: list[dict]) -> list[dict]:
+    """Training and batch workloads kept as they are (not advised): they still borrow."""
+    current = {w.name: w for w in ctx.inventory.workloads}
+    kept = [current[r["name"]] for r in results if r.get("status") != "ok" and r["name"] in current]
+    return [{"name": w.name, "team": w.team, "kind": w.kind} for w in kept
+            if w.kind in ("training", "batch") and w.sharing == WHOLE]
+
+
+def _windows(ctx: _Context, pools: list, advised: list[dict], kept: list[dict] = ()) -> list[dict]:
     """One daily window (one name, one set of hours: the planner plans a state per window)
     in which the time-sliced GPUs of teams that lend are idle and become whole GPUs, when a
-    team that borrows runs training or batch work that could use them."""
+    team that borrows runs training or batch work that could use them (advised, or kept as it is)."""
     s = ctx.settings
     team_by_name = {t.name: t for t in ctx.inventory.teams}
-    borrowers = {r["team"] for r in advised if r["kind"] in ("training", "batch") and team_by_name[r["team"]].borrow}
+    borrowers = {r["team"] for r in list(advised) + list(kept)
+                 if r["kind"] in ("training", "batch") and team_by_name[r["team"]].borrow}
     candidates = []
     for r, gpus in pools:
         if not gpus or not team_by_name[r["team"]].lend or not (borrowers - {r["team"]}):
@@ -445,6 +491,28 @@ def _windows(ctx: _Context, pools: list, advised: list[dict]) -> list[dict]:
                     % (", ".join(sorted({c[0]["name"] for c in candidates})), start, until,
                        ctx.inventory.policy.timezone, s.idle_hour_percentile, 100 * s.idle_activity,
                        " and ".join(sorted(borrowers)))}]
+
+
+def windows_in(nodes: dict, advised: list[dict]) -> list[dict]:
+    """The windows the proposed nodes hold (what the report states, so it never contradicts the
+    proposal): each advised window with its reason, any other (kept from the current inventory)
+    said so."""
+    found = {}
+    for host, node in sorted(nodes.items()):
+        for g in node.get("gpus") or []:
+            for w in g.get("schedule") or []:
+                key = (w.get("name"), w.get("from"), w.get("until"), w.get("mode"))
+                found.setdefault(key, []).append([inv_model.node_name(host), g.get("index")])
+    out = []
+    for (name, start, until, mode), gpus in found.items():
+        match = next((a for a in advised if (a["name"], a["from"], a["until"], a["mode"]) == (name, start, until, mode)),
+                     None)
+        if match is not None:
+            out.append(dict(match, gpus=gpus, proposed=True))
+        else:
+            out.append({"name": name, "from": start, "until": until, "mode": mode, "gpus": gpus, "proposed": False,
+                        "why": "kept as the current inventory has it"})
+    return out
 
 
 # --------------------------------------------------------------------------- buying

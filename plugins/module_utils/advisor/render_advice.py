@@ -164,6 +164,10 @@ def choice_text(s: dict) -> str:
         return "MPS, %d clients per card, each 1/%d" % (s["gpu_replicas"], s["gpu_replicas"])
     if s["sharing"] == DRA:
         return "DRA, at least %s GiB" % s["memory_gib"]
+    if s.get("run_gpus"):      # training and batch: what a run takes, then its pods
+        return "whole, %d GPU%s per run (%d pod%s x %d GPU%s)" % (
+            s["run_gpus"], "" if s["run_gpus"] == 1 else "s", s["replicas"], "" if s["replicas"] == 1 else "s",
+            s["gpus"], "" if s["gpus"] == 1 else "s")
     return "whole, %d GPU%s per replica" % (s["gpus"], "" if s["gpus"] == 1 else "s")
 
 
@@ -181,7 +185,10 @@ def sharing_text(d: dict) -> str:
 
 
 def chart_name(service: dict) -> str:
-    return "charts/%s%s.svg" % (service["name"], "" if not service.get("namespace") else "." + service["namespace"])
+    """charts/<service>.<namespace>.svg; a service whose pods ran in several namespaces is named
+    after all of them (<ns>+<ns>)."""
+    namespaces = service.get("namespaces") or ([service["namespace"]] if service.get("namespace") else [])
+    return "charts/%s%s.svg" % (service["name"], "".join("." + "+".join(namespaces)) if namespaces else "")
 
 
 # --------------------------------------------------------------------------- report
@@ -199,6 +206,7 @@ def report_markdown(advice: dict, change_lines: list[str], plan_check: str) -> s
     if advice.get("calibration"):
         lines += ["Sharing modes compared by measurements on %s (the calibration; `calibration` of the usage_advisor "
                   "module for your own card's)." % advice["calibration"]["source"], ""]
+    lines += _outages_section(advice)
     lines += _repairs_section(advice.get("repairs") or [])
     lines += _services_section(advice["services"])
     lines += _unmatched_section(advice.get("unmatched") or [])
@@ -221,6 +229,22 @@ def no_change_text(advice: dict) -> str:
     if not any(s.get("status") == "ok" for s in advice["services"]):
         return "no change: no service could be advised (see each one's status)"
     return "no change against the current inventory: the usage gives no reason for one"
+
+
+def _outages_section(advice: dict) -> list[str]:
+    """Nodes that reported nothing for a while: their services' presence is measured without
+    those hours, so a service reads 'always up' although its node was gone."""
+    outages = advice.get("outages") or []
+    if not outages:
+        return []
+    lines = ["## Nodes that reported nothing", ""]
+    for o in outages:
+        lines.append("- %s: from %s until %s (%g h, %.0f %% of the window)%s" % (
+            o["node"], o["from"], o["until"], o["hours"], 100 * o["share"],
+            "; more than the advisor allows, its services are not advised" if o["node"] in (advice.get("gaps") or {})
+            else ""))
+    return lines + ["", "Presence, idle time and activity of the services on these nodes are measured over the time "
+                        "the nodes reported (`observed_share` in the evidence); an outage is not a service's absence.", ""]
 
 
 def _repairs_section(repairs: list[dict]) -> list[str]:
@@ -278,9 +302,10 @@ def _service_lines(s: dict) -> list[str]:
         how = {"match": "its selectors in gpushare_advise_match", "name": "its name (controller named %s)" % s["name"],
                "name-prefix": "its name (controllers named %s-...)" % s["name"],
                "unmatched": "no workload (grouped by controller)"}[ident["rule"]]
-        lines.append("- pods: %d, recognised by %s: %s%s (owners: %s)" % (
+        lines.append("- pods: %d, recognised by %s: %s%s (owners: %s)%s" % (
             ident["pods"], how, ", ".join(ident.get("examples", [])), " ..." if ident["pods"] > 5 else "",
-            ", ".join(ident.get("owners", []))))
+            ", ".join(ident.get("owners", [])),
+            "; in namespaces %s" % ", ".join(s["namespaces"]) if s.get("namespaces") else ""))
     for d in (s.get("evidence") or {}).get("sharing") or []:
         lines.append("- shared device %s: %s" % (d["device"], sharing_text(d)))
     if s.get("repaired"):
@@ -319,8 +344,9 @@ def _windows_section(windows: list[dict]) -> list[str]:
     lines = ["## Sharing windows", ""]
     if windows:
         for win in windows:
-            lines.append("- **%s** %s-%s: GPUs %s become whole. %s" % (
-                win["name"], win["from"], win["until"], ", ".join("%s/%d" % tuple(g) for g in win["gpus"]), win["why"]))
+            lines.append("- **%s** %s-%s: GPUs %s become %s. %s" % (
+                win["name"], win["from"], win["until"], ", ".join("%s/%d" % tuple(g) for g in win["gpus"]),
+                win.get("mode", WHOLE), win["why"]))
     else:
         lines.append("None proposed: no lending team's time-sliced GPUs are idle long enough while a borrowing team "
                      "runs training or batch work.")

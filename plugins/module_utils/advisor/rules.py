@@ -61,13 +61,20 @@ def _notebook_why(f: dict) -> str:
                f["busy_until"]))
 
 
+def _of_time(f: dict) -> str:
+    """'the time', or, where its nodes reported nothing for a while, the time they reported."""
+    if f.get("observed_share", 1.0) >= 1.0 - 1e-9:
+        return "the time"
+    return "the time its nodes reported, %.0f %% of the window" % (100 * f["observed_share"])
+
+
 def _serving_why(f: dict) -> str:
-    return "always up (%.0f %% of the time), active %.0f %% of it" % (100 * f["presence"], 100 * f["active_share"])
+    return "always up (%.0f %% of %s), active %.0f %% of it" % (100 * f["presence"], _of_time(f), 100 * f["active_share"])
 
 
 def _runs_why(f: dict) -> str:
-    return ("up %.0f %% of the time in %d runs (median %.1f h), active %.0f %% while up: runs, then releases "
-            "the GPU" % (100 * f["presence"], f["runs"], f["median_run_hours"], 100 * f["active_share"]))
+    return ("up %.0f %% of %s in %d runs (median %.1f h), active %.0f %% while up: runs, then releases "
+            "the GPU" % (100 * f["presence"], _of_time(f), f["runs"], f["median_run_hours"], 100 * f["active_share"]))
 
 
 KIND_RULES = (
@@ -101,13 +108,17 @@ def _gib_up(mib: float) -> float:
     return half // 2 if half % 2 == 0 else half / 2.0
 
 
-def _memory_need(s: Settings, svc, f: dict) -> tuple | None:
+def _memory_need(s: Settings, svc, f: dict, kind: str = "serving") -> tuple | None:
     """(MiB needed, why, whether it is a framework's reservation), or None when unknown:
-    the peak plus headroom; a flat line high on the device as it is; where FB_USED is missing
-    on a MIG instance, the slice it ran in."""
+    the peak plus headroom; a serving framework's flat line high on the memory of the GPUs a
+    replica holds as it is; where FB_USED is missing on a MIG instance, the slice it ran in."""
     peak, capacity = f["memory_peak_mib"], f["capacity_mib"]
-    reservation = (f["memory_known"] and capacity and not f["pooled"] and peak >= s.reservation_share * capacity
-                   and f["memory_p5_mib"] >= s.reservation_flatness * peak)
+    gpus = max(1, f["gpus_per_replica"])
+    held = capacity * gpus if capacity else None     # a replica's peak is summed over the GPUs it holds
+    # Only a serving framework reserves (vLLM's gpu-memory-utilization); a training job's flat
+    # memory (its allocator's cache) is its need and keeps its headroom.
+    reservation = (kind == "serving" and f["memory_known"] and held and not f["pooled"]
+                   and peak >= s.reservation_share * held and f["memory_p5_mib"] >= s.reservation_flatness * peak)
     if not f["memory_known"]:
         profiles = {d.profile for d in svc.devices.values() if d.profile}
         caps = [d.capacity_mib for d in svc.devices.values() if d.capacity_mib]
@@ -116,11 +127,13 @@ def _memory_need(s: Settings, svc, f: dict) -> tuple | None:
         need = float(max(caps))
         return need, ("%s is not reported for its MIG instance (%s); its need is at most the %d MiB of the slice "
                       "it ran in" % (METRIC_MEMORY, ", ".join(sorted(profiles)), need)), reservation
+    where = "the device" if gpus == 1 else "the %d GPUs it holds" % gpus
     if reservation:
-        return peak, ("flat at %.1f GiB, %.0f %% of the device: a framework's reservation (e.g. vLLM's "
-                      "gpu-memory-utilization), not a measured need" % (peak / 1024.0, 100 * peak / capacity)), reservation
-    return (peak * (1 + s.memory_headroom), "peak %.1f GiB + %.0f %% headroom" % (peak / 1024.0, 100 * s.memory_headroom),
-            reservation)
+        return peak, ("flat at %.1f GiB, %.0f %% of %s: a serving framework's reservation (e.g. vLLM's "
+                      "gpu-memory-utilization), not a measured need" % (peak / 1024.0, 100 * peak / held, where)), reservation
+    over = "" if gpus == 1 else " over its %d GPUs (%.1f GiB each)" % (gpus, peak / gpus / 1024.0)
+    return (peak * (1 + s.memory_headroom), "peak %.1f GiB%s + %.0f %% headroom"
+            % (peak / 1024.0, over, 100 * s.memory_headroom), reservation)
 
 
 def _compute_need(s: Settings, f: dict) -> tuple[float, str]:
@@ -208,10 +221,12 @@ class Case:
                     "mixed MIG strategy they need" % ", ".join(self.mig_nodes))
         return None
 
-    def whole_gpus(self) -> int:
-        """Whole GPUs per replica: as many as a pod held, or as its memory needs."""
+    def whole_gpus(self, held: int | None = None) -> int:
+        """Whole GPUs per replica: as many as a pod held (``held``, else the most any pod held), or
+        as its memory needs."""
         per_gpu = self.card.memory_mib if self.card else self.need
-        return max(self.f["gpus_per_replica"], int(math.ceil(self.need / per_gpu)) if per_gpu else 1)
+        held = self.f["gpus_per_replica"] if held is None else held
+        return max(held, int(math.ceil(self.need / per_gpu)) if per_gpu else 1)
 
 
 @dataclass(frozen=True)
@@ -252,14 +267,28 @@ def _mps(c: Case) -> dict:
                 pool_gpus=max(1, int(math.ceil(replicas / float(clients)))), why=why)
 
 
+def _plural(n: int, what: str) -> str:
+    return "%d %s%s" % (n, what, "" if n == 1 else "s")
+
+
 def _runs_whole(c: Case) -> dict:
-    gpus = c.whole_gpus()
+    # A run takes the GPUs all its pods hold at once (run_gpus), in its latest shape: pods of as
+    # many GPUs as the pod seen last held, as many pods as make up the run's GPUs.
+    latest = c.f.get("pod_gpus_latest", c.f["gpus_per_replica"])    # features without the run's shape: one shape
+    gpus = c.whole_gpus(latest)
+    run_gpus = c.f.get("run_gpus", latest * max(1, c.f["replicas"]))
+    pods = max(1, int(math.ceil(run_gpus / float(gpus) - 1e-9)))
     # No more memory than the cards have; on a card the catalogue does not know, the need as it is
     # (its size is unknown, and the need floored to whole GiB would ask for less than it needs).
     held_gib = int(gpus * c.card.memory_mib / MIB_PER_GIB) if c.card else c.memory_gib
-    return dict(sharing=WHOLE, gpus=gpus, memory_gib=min(c.memory_gib, held_gib) or c.memory_gib,
-                why="%s runs then releases: %d whole GPU%s per run, queued in the team's Kueue queue "
-                    "(borrows idle GPUs of the cohort)" % (c.kind, gpus, "" if gpus == 1 else "s"))
+    earlier = [g for g in c.f.get("pod_gpus_seen", [latest]) if g != latest]
+    shape = " (%s x %s)" % (_plural(pods, "pod"), _plural(gpus, "GPU")) if pods > 1 or earlier else ""
+    changed = ("; its runs changed shape in the window (earlier pods held %s each), the latest is proposed"
+               % " or ".join(_plural(g, "GPU") for g in earlier)) if earlier else ""
+    return dict(sharing=WHOLE, gpus=gpus, replicas=pods, run_gpus=pods * gpus,
+                memory_gib=min(c.memory_gib, held_gib) or c.memory_gib,
+                why="%s runs then releases: %s per run%s, queued in the team's Kueue queue "
+                    "(borrows idle GPUs of the cohort)%s" % (c.kind, _plural(pods * gpus, "whole GPU"), shape, changed))
 
 
 def _mig_slice(c: Case) -> dict:
@@ -298,7 +327,7 @@ def choose(ctx, svc, f: dict, kind: str) -> dict:
     that decided (the first of ``RULES`` that holds)."""
     s = ctx.settings
     card = gpu_catalog.CATALOG.get(f["model"]) if f["model"] else None
-    memory = _memory_need(s, svc, f)
+    memory = _memory_need(s, svc, f, kind)
     if memory is None:
         return {"status": "not_enough_data",
                 "reason": "%s has no %s samples: its memory need is unknown" % (svc.name, METRIC_MEMORY)}
@@ -348,5 +377,7 @@ def neighbours(ctx, svc) -> tuple:
 
 
 def signature(c: dict) -> tuple:
-    """What must agree between the two halves of the window."""
-    return (c.get("status"), c.get("sharing"), c.get("mig_profile"), c.get("gpus"), c.get("pool_gpus"))
+    """What must agree between the two halves of the window: for runs, the GPUs a run takes,
+    whatever its shape (2 pods x 1 GPU or 1 pod x 2 GPUs)."""
+    return (c.get("status"), c.get("sharing"), c.get("mig_profile"), c.get("run_gpus", c.get("gpus")),
+            c.get("pool_gpus"))

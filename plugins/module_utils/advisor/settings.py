@@ -32,6 +32,7 @@ class Settings:
     stability: bool = True            # the choice must hold in both halves of the window
     # -- history: how much is enough
     min_days_slack_hours: float = 1.0     # history this much short of min_days still counts (scrapes start late)
+    outage_hours: float = 1.0             # a node reporting nothing this long is listed in the report (outages)
     # -- memory and compute needed (before the choice rules)
     flat_percentile: float = 5.0          # memory's low percentile, compared with its peak to find a flat line
     reservation_flatness: float = 0.97    # that percentile at least this share of the peak: flat (a reservation)

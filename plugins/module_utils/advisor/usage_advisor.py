@@ -38,7 +38,8 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.features 
     _Context, chart_data, compute_slices_of, evidence, features, services_of)
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.rules import (
     KIND_RULES, RULES, KindRule, Rule, choose, choose_profile, detect_kind, signature)
-from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.proposal import idle_hours, propose, team_quotas
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.proposal import (
+    idle_hours, propose, team_quotas, windows_in)
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.repair import REPAIRS, Repair, plan_proposal
 
 # What tests, benchmarks/advise_fleet.py (which decodes one answer through _add_row) and the
@@ -78,6 +79,7 @@ def advise(usage: UsageData, variables: dict, settings: Settings = Settings(), c
         missing = 1.0 - float(p[window].mean())
         if missing > settings.max_gap:
             gaps[node] = missing
+    outages = _outages(usage, settings, node_present, window)
     # Where a node reported nothing (gone, or its exporter), within what max_gap allows, its
     # services are not absent: presence is measured over the steps their nodes reported.
     ctx.node_up = {node: p for node, p in node_present.items() if node not in gaps}
@@ -115,12 +117,15 @@ def advise(usage: UsageData, variables: dict, settings: Settings = Settings(), c
                          "days": round(_days(usage, first, last), 2), "step_s": usage.step,
                          "timezone": inventory.policy.timezone},
               "settings": settings.__dict__, "calibration": calibration.as_dict(), "gaps": {n: round(v, 3) for n, v in gaps.items()},
+              "outages": outages,
               "services": results, "teams": teams, "windows": proposal.pop("windows"),
               "buy": proposal.pop("buy"), "proposal": proposal, "notes": notes,
               "unmatched": [_unmatched_row(r) for r in results if r.get("identity", {}).get("rule") == "unmatched"],
               "repairs": [], "plan_check": {"status": "not checked", "text": "not checked", "problems": []}}
     if check:
         plan_proposal(advice, variables)
+    # what the report says of windows is what the proposed nodes hold, after any repair
+    advice["windows"] = windows_in(advice["proposal"]["nodes"], advice["windows"])
     return advice
 
 
@@ -152,11 +157,13 @@ def _pods(usage: UsageData) -> list:
 
 def _identity_evidence(ctx: _Context, svc) -> dict:
     """How the service's pods were recognised, for the report."""
-    how = {ctx.identity.how.get((svc.namespace, p), "name") for p in svc.pod_series}
+    how = {ctx.identity.how.get(key, "name") for key in svc.pod_series}
     rule = "match" if "match" in how else ("unmatched" if how == {"unmatched"} else
                                            "name-prefix" if "name-prefix" in how else "name")
-    pods = sorted(svc.pod_series)
-    owners = sorted({"%s %s" % ctx.usage.owners.get((svc.namespace, p), ("?", "?")) for p in pods})
+    keys = sorted(svc.pod_series)
+    # each pod's owner in its own namespace; a pod outside the service's namespace is shown with its own
+    pods = [p if ns == svc.namespace else "%s/%s" % (ns, p) for ns, p in keys]
+    owners = sorted({"%s %s" % ctx.usage.owners.get(key, ("?", "?")) for key in keys})
     return {"rule": rule, "pods": len(pods), "examples": pods[:5], "owners": owners[:5]}
 
 
@@ -262,6 +269,23 @@ def _observed(usage: UsageData, settings: Settings) -> tuple:
     return first, last, node_present
 
 
+def _outages(usage: UsageData, settings: Settings, node_present: dict, window: slice) -> list:
+    """Stretches of at least ``outage_hours`` in which a node reported nothing at all (the node,
+    or its exporter, gone): the report lists them, since presence is measured without them."""
+    np = _np()
+    out = []
+    least = max(1, int(round(settings.outage_hours * 3600 / usage.step)))
+    total = window.stop - window.start
+    for node, p in sorted(node_present.items()):
+        edges = np.diff(np.concatenate([[0], (~p[window]).astype(int), [0]]))
+        for a, b in zip(np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)):
+            if b - a >= least:
+                out.append({"node": node, "from": iso(usage, window.start + int(a)),
+                            "until": iso(usage, window.start + int(b)), "hours": round((b - a) * usage.step / 3600.0, 1),
+                            "share": round(float(b - a) / total, 3)})
+    return out
+
+
 def _service_advice(ctx: _Context, svc, team: str | None, declared, gaps: dict, window: slice, halves: tuple) -> dict:
     """One service's result: evidence, kind, choice and the rule that decided, or why none
     is given (unknown namespace, gaps, too short a history, unstable)."""
@@ -271,6 +295,9 @@ def _service_advice(ctx: _Context, svc, team: str | None, declared, gaps: dict, 
     if team is None:
         entry.update(status="unknown_namespace", reason="namespace %s belongs to no team of gpushare_teams" % svc.namespace)
         return entry
+    namespaces = sorted({ns for ns, _pod in svc.pod_series})
+    if len(namespaces) > 1:
+        entry["namespaces"] = namespaces
     f = features(ctx, svc, window)
     entry["evidence"] = evidence(f)
     entry["chart"] = chart_data(ctx, f, window)
