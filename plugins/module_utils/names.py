@@ -43,10 +43,13 @@ DEPLOY_DRIVER_LABEL = "nvidia.com/gpu.deploy.driver"
 DEPLOY_DEVICE_PLUGIN_LABEL = "nvidia.com/gpu.deploy.device-plugin"
 # Nodes the DRA kubelet plugin runs on.
 DRA_NODE_LABEL = "nvidia.com/dra-kubelet-plugin"
+# The GPU Operator's MIG Manager runs where this is "true" (gpu-operator controllers/state_manager.go,
+# migManagerLabelKey); "false" leaves a node's MIG to the DRA driver (mode mig-dynamic).
+DEPLOY_MIG_MANAGER_LABEL = "nvidia.com/gpu.deploy.mig-manager"
 # Every node label key the Plan can set: a node patched before MANAGED_LABELS_ANNOTATION
 # existed has these removed when the Plan drops them.
 PLAN_LABEL_KEYS = (GPU_MODEL_LABEL, DEVICE_PLUGIN_CONFIG_LABEL, MIG_CONFIG_LABEL,
-                   DEPLOY_DRIVER_LABEL, DEPLOY_DEVICE_PLUGIN_LABEL, DRA_NODE_LABEL)
+                   DEPLOY_DRIVER_LABEL, DEPLOY_DEVICE_PLUGIN_LABEL, DRA_NODE_LABEL, DEPLOY_MIG_MANAGER_LABEL)
 # Kube-state-metrics exports these node labels for the MIG alert (kube_node_labels).
 KSM_NODE_LABELS = (MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, GPU_MODEL_LABEL)
 # The team a namespace belongs to (namespace label, exported by kube-state-metrics too).
@@ -75,6 +78,10 @@ GPU_TOLERATION = {"key": GPU_RESOURCE, "operator": "Exists", "effect": "NoSchedu
 # A whole GPU through DRA, as Kueue counts it (deviceClassMappings).
 DRA_RESOURCE = "gpushare.cluster/dra-gpu"
 DRA_DEVICE_CLASS = "gpu.nvidia.com"
+# MIG devices of the DRA driver (its chart's templates/deviceclass-mig.yaml), and their Kueue
+# quota resource: the memory counter the claims' devices consume (planners/dynamic_mig.py).
+MIG_DEVICE_CLASS = "mig.nvidia.com"
+DYNAMIC_MIG_RESOURCE = "gpushare.cluster/mig-memory"
 
 # --- Admission: what a team's namespace may ask for ---------------------------------------------
 

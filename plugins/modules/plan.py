@@ -73,7 +73,7 @@ options:
         C(host_driver) (bool: the driver is installed on the host, not by the GPU Operator) and
         C(dra) (bool: the NVIDIA DRA driver serves this server).'
       - 'Each entry of C(gpus) has C(index) (0..gpu_count-1; required), C(model), C(mode)
-        (auto, whole, mig, timeslice, mps), C(team), C(replicas), C(mig_layout) (profile to
+        (auto, whole, mig, timeslice, mps, mig-dynamic), C(team), C(replicas), C(mig_layout) (profile to
         count) and C(schedule), a list of windows with C(name), C(from) and C(until)
         (quoted C("HH:MM")), C(mode), C(team) and C(replicas). A window changes the mode, or keeps
         it and changes the team or the replicas (not of a MIG GPU); see docs/sharing-windows.md.'
@@ -105,7 +105,7 @@ options:
       sharing:
         description: How it shares a GPU; the planner picks when unset.
         type: str
-        choices: [whole, mig, timeslice, mps, dra]
+        choices: [whole, mig, timeslice, mps, dra, mig-dynamic]
       isolation:
         description: Isolation asked for, instead of O(workloads[].sharing) (full=whole, hardware=mig, none=timeslice).
         type: str

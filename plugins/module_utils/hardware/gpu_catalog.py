@@ -197,6 +197,21 @@ class GpuModel:
                        % (name, self.key, self.product_name, allowed))
 
 
+def fewest_compute(model: GpuModel, memory_mib: int, allowed=None) -> MigProfile:
+    """The base profile of ``memory_mib`` with the fewest compute slices (among ``allowed``
+    names, if given): what a replica that only needs memory gets (mig_planner)."""
+    return min((p for p in model.base_profiles if p.memory_mib == memory_mib and (allowed is None or p.name in allowed)),
+               key=lambda p: p.compute_slices)
+
+
+def profile_for_memory(model: GpuModel, need_mib: int, allowed=None) -> MigProfile | None:
+    """The profile a replica needing ``need_mib`` gets on its own: the least memory that holds
+    it, then the fewest compute slices; None if no profile holds it."""
+    fits = sorted({p.memory_mib for p in model.base_profiles
+                   if p.memory_mib >= need_mib and (allowed is None or p.name in allowed)})
+    return fewest_compute(model, fits[0], allowed) if fits else None
+
+
 # --- profile builders --------------------------------------------------------------------
 
 def _profile(name: str, size: int, starts: tuple[int, ...], max_count: int, memory_mib: int,

@@ -18,7 +18,7 @@ import zoneinfo
 from dataclasses import dataclass
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog, mig_geometry
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions, dynamic_mig
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid, Problems
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
     AUTO, DRA, GPU_MODES, ISOLATION_TO_SHARING, MIG, MODES, MPS, TIMESLICE, WHOLE, WINDOW_MODES, WORKLOAD_SHARING,
@@ -618,7 +618,7 @@ def _read_workload(problems: Problems, path: str, value) -> Workload | None:
                      hint="Give the memory one replica needs, or pin a profile with mig_profile")
     gpu_model = _model(problems, r.at("gpu_model"), r.raw("gpu_model")) if r.given("gpu_model") else None
     mig_profile = r.string("mig_profile", what="a MIG profile name such as 3g.71gb")
-    if mig_profile and sharing != MIG:
+    if mig_profile and not MODES[sharing].needs_mig:
         problems.add(r.at("mig_profile"), "only applies to sharing mig", mig_profile, "no mig_profile for sharing %s"
                      % sharing, "Set sharing: mig or remove mig_profile")
     gpus = r.integer("gpus", 1, minimum=1, maximum=64)
@@ -819,6 +819,7 @@ def _cross_check(problems: Problems, teams: list[Team], nodes: list[Node], workl
                 if window.team is not None and window.team not in names:
                     _unknown_team(problems, window.path + ".team", window.team, names)
     check_state(problems, nodes, names)
+    dynamic_mig.check(problems, nodes)
     _check_windows(problems, nodes)
     seen = set()
     for w in workloads:

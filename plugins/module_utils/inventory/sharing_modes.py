@@ -12,7 +12,11 @@ has one). Everything else reads the attributes below, never a mode's name:
   ``sharing.timeSlicing`` / ``sharing.mps`` (k8s-device-plugin README, "Shared Access to
   GPUs"), so the GPU names its replicas and an owning team;
 - dra: a workload asks the NVIDIA DRA driver for a device by its attributes; a server, not a
-  GPU, is set to it (``gpushare_node.dra``).
+  GPU, is set to it (``gpushare_node.dra``);
+- mig-dynamic: the DRA driver's kubelet plugin creates each MIG slice when a claim is prepared
+  and destroys it when the claim goes (feature gate ``DynamicMIG``, kubernetes-sigs/
+  dra-driver-nvidia-gpu v0.4.1), so the GPU has no fixed layout; rules in
+  inventory/dynamic_mig.py, planning in planners/dynamic_mig.py.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ class SharingMode:
     gpus_per_replica: bool             # a replica may take several GPUs (``gpus: N``)
     kueue_kind: str                    # the Kueue ResourceFlavor kind its capacity is counted in
     client_limits: bool = False        # each pod is capped at 1/replicas of the card's compute and memory
+    window_mode: bool = True           # a sharing window may switch a GPU to it (if gpu_mode)
 
 
 _TABLE = (
@@ -47,15 +52,19 @@ _TABLE = (
                 needs_mig=False, isolation="none", gpus_per_replica=False, kueue_kind="shared", client_limits=True),
     SharingMode("dra", "DRA", gpu_mode=False, shares_device=False, device_plugin_method=None,
                 needs_mig=False, isolation=None, gpus_per_replica=False, kueue_kind="dra"),
+    # Slices made per claim: a window never switches a GPU to or from it (that would be a re-cut).
+    SharingMode("mig-dynamic", "dynamic MIG", gpu_mode=True, shares_device=False, device_plugin_method=None,
+                needs_mig=True, isolation="hardware", gpus_per_replica=False, kueue_kind="mig-dynamic",
+                window_mode=False),
 )
 
 MODES = {mode.name: mode for mode in _TABLE}
 AUTO = "auto"                      # a GPU whose mode the planner chooses (whole or mig)
-WHOLE, MIG, TIMESLICE, MPS, DRA = (m.name for m in _TABLE)
+WHOLE, MIG, TIMESLICE, MPS, DRA, MIG_DYNAMIC = (m.name for m in _TABLE)
 
 # What the inventory accepts, in the table's order.
 GPU_MODES = (AUTO,) + tuple(m.name for m in _TABLE if m.gpu_mode)
-WINDOW_MODES = tuple(m.name for m in _TABLE if m.gpu_mode)
+WINDOW_MODES = tuple(m.name for m in _TABLE if m.gpu_mode and m.window_mode)
 WORKLOAD_SHARING = tuple(MODES)
 SHARED_MODES = tuple(m.name for m in _TABLE if m.shares_device)
 # isolation -> the first mode that gives it (timeslice for "none": MPS is asked for by name)

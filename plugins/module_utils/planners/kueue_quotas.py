@@ -47,6 +47,8 @@ class Capacity:
     resource: str
     team: str | None
     count: int
+    unit: str = ""          # the quantity's suffix ("Mi": dynamic MIG's memory counter)
+    per_gpu: int = 1        # units in one GPU, for borrowing limits counted in GPUs
 
 
 def flavor_name(model: str, kind: str) -> str:
@@ -87,7 +89,7 @@ def _quantity(value) -> object:
 
 
 def plan_kueue(teams, policy, capacities: list[Capacity], cpu_memory: dict[str | None, tuple[int, int]],
-               flavor_labels: dict[str, dict[str, str]], dra_in_use: bool) -> dict:
+               flavor_labels: dict[str, dict[str, str]], dra_in_use: bool, device_class_mappings=()) -> dict:
     """All Kueue objects and the controller configuration, as plain dicts.
 
     ``cpu_memory`` maps team (None for the cohort pool) to (cpus, memory GiB) when the
@@ -95,6 +97,7 @@ def plan_kueue(teams, policy, capacities: list[Capacity], cpu_memory: dict[str |
     """
     production = next((t for t in teams if t.production), None)
     owned: dict[tuple[str | None, str, str], int] = defaultdict(int)
+    units = {(c.flavor, c.resource): (c.unit, c.per_gpu) for c in capacities}
     for c in capacities:
         owned[(c.team, c.flavor, c.resource)] += c.count
     extra = []
@@ -107,7 +110,8 @@ def plan_kueue(teams, policy, capacities: list[Capacity], cpu_memory: dict[str |
 
     def amount(team, flavor, resource):
         n = owned.get((team, flavor, resource), 0)
-        return "%dGi" % n if resource == "memory" else n
+        unit = "Gi" if resource == "memory" else units.get((flavor, resource), ("", 1))[0]
+        return "%d%s" % (n, unit) if unit else n
 
     objects: list[dict] = []
     for flavor in sorted({f for _r, fs in groups for f in fs}):
@@ -142,7 +146,7 @@ def plan_kueue(teams, policy, capacities: list[Capacity], cpu_memory: dict[str |
             "queueingStrategy": "BestEffortFIFO",
             "preemption": preemption,
             "resourceGroups": _resource_groups(groups, lambda f, r, t=team.name: amount(t, f, r), team,
-                                               _split_lending(team, owned)),
+                                               _split_lending(team, owned), units),
         }
         objects.append({"apiVersion": API, "kind": "ClusterQueue", "metadata": _meta(team.name), "spec": spec})
     for team in teams:
@@ -150,11 +154,12 @@ def plan_kueue(teams, policy, capacities: list[Capacity], cpu_memory: dict[str |
             objects.append({"apiVersion": API, "kind": "LocalQueue", "metadata": _meta(team.name, namespace),
                             "spec": {"clusterQueue": team.name}})
     team_namespaces = sorted({ns for team in teams for ns in team.namespaces})
-    return {"objects": objects, "configuration": configuration(bool(cpu_memory), dra_in_use, team_namespaces),
+    return {"objects": objects, "configuration": configuration(bool(cpu_memory), dra_in_use, team_namespaces,
+                                                               device_class_mappings),
             "production_team": production.name if production else None}
 
 
-def _resource_groups(groups, amount, team, lending: dict | None = None) -> list[dict]:
+def _resource_groups(groups, amount, team, lending: dict | None = None, units: dict | None = None) -> list[dict]:
     out = []
     for resources, flavors in groups:
         flavor_entries = []
@@ -164,7 +169,8 @@ def _resource_groups(groups, amount, team, lending: dict | None = None) -> list[
                 nominal = amount(flavor, resource)
                 entry = {"name": resource, "nominalQuota": _quantity(nominal)}
                 if team is not None:
-                    entry.update(_limits(team, resource, lending.get((flavor, resource), 0)))
+                    entry.update(_limits(team, resource, lending.get((flavor, resource), 0),
+                                         (units or {}).get((flavor, resource), ("", 1))))
                 entries.append(entry)
             flavor_entries.append({"name": flavor, "resources": entries})
         out.append({"coveredResources": list(resources), "flavors": flavor_entries})
@@ -187,16 +193,18 @@ def _split_lending(team, owned) -> dict[tuple[str, str], int]:
     return split
 
 
-def _limits(team, resource: str, lending: int) -> dict:
+def _limits(team, resource: str, lending: int, unit: tuple[str, int] = ("", 1)) -> dict:
     """Borrowing and lending limits from policy; GPU counts only, never CPU or memory.
-    ``lending`` is this pool's part of the team's lending_limit (_split_lending)."""
+    ``lending`` is this pool's part of the team's lending_limit (_split_lending); ``unit``:
+    (suffix, units per GPU) of a resource not counted in GPUs (Capacity.unit, per_gpu)."""
     if resource in ("cpu", "memory"):
         return {}
     limits = {}
     if not team.borrow:
         limits["borrowingLimit"] = 0
     elif team.borrowing_limit is not None:
-        limits["borrowingLimit"] = team.borrowing_limit
+        limits["borrowingLimit"] = (team.borrowing_limit if not unit[0]
+                                    else "%d%s" % (team.borrowing_limit * unit[1], unit[0]))
     if not team.lend:
         limits["lendingLimit"] = 0
     elif team.lending_limit is not None and resource in WHOLE_GPU_RESOURCES:
@@ -204,7 +212,8 @@ def _limits(team, resource: str, lending: int) -> dict:
     return limits
 
 
-def configuration(cover_cpu_memory: bool, dra_in_use: bool, team_namespaces: list[str] = ()) -> dict:
+def configuration(cover_cpu_memory: bool, dra_in_use: bool, team_namespaces: list[str] = (),
+                  device_class_mappings=()) -> dict:
     """The Kueue manager Configuration (read once at start: restart Kueue on change).
 
     In the teams' namespaces Kueue also takes the workloads without a queue label and holds
@@ -216,6 +225,9 @@ def configuration(cover_cpu_memory: bool, dra_in_use: bool, team_namespaces: lis
         resources["quotaCheckStrategy"] = "IgnoreUndeclared"
     if dra_in_use:
         resources["deviceClassMappings"] = [{"name": names.DRA_RESOURCE, "deviceClassNames": [names.DRA_DEVICE_CLASS]}]
+    if device_class_mappings:
+        # Counter quota (dynamic MIG: planners/dynamic_mig.device_class_mapping).
+        resources.setdefault("deviceClassMappings", []).extend(device_class_mappings)
     config = {
         "apiVersion": CONFIG_API,
         "kind": "Configuration",

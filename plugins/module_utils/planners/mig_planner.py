@@ -36,7 +36,7 @@ from functools import lru_cache
 from math import inf
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import mig_geometry
-from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
+from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG, fewest_compute
 
 
 @dataclass(frozen=True)
@@ -860,9 +860,7 @@ def _canonical_profiles(gpu: MigCandidate, assigned):
     out = [(name, d) for name, d in assigned if d.profile]
     free = sorted(((model.profile(name).memory_mib, d) for name, d in assigned if not d.profile), key=lambda md: md[0])
     for memory, d in free:
-        fewest = min((p for p in model.base_profiles if p.memory_mib == memory and p.name in allowed),
-                     key=lambda p: p.compute_slices)
-        out.append((fewest.name, d))
+        out.append((fewest_compute(model, memory, allowed).name, d))
     return out
 
 

@@ -21,12 +21,13 @@ from collections import defaultdict
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import (
-    admission, changes, dra_claims, kueue_quotas, mig_planner, sharing_planner)
+    admission, changes, dra_claims, dynamic_mig, kueue_quotas, mig_planner, sharing_planner)
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid, Problems
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import (
     Inventory, check_state, clock_minutes, load_inventory, time_zone, window_minutes)
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import AUTO, DRA, MIG, MODES, MPS, SHARED_MODES, TIMESLICE, WHOLE
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
+    AUTO, DRA, MIG, MIG_DYNAMIC, MODES, MPS, SHARED_MODES, TIMESLICE, WHOLE)
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import PLAN_FORMAT
 
 
@@ -79,7 +80,10 @@ def _build(inventory: Inventory, current: dict | None) -> dict:
         "nodes": state["nodes"],
         "workloads": state["workloads"],
         "kueue": state["kueue"],
-        "dra": {"claim_templates": state["claim_templates"], "nodes": [n["name"] for n in state["nodes"] if n["dra"]]},
+        "dra": {"claim_templates": state["claim_templates"], "nodes": [n["name"] for n in state["nodes"] if n["dra"]],
+                # DRA driver featureGates (DynamicMIG) and what mig-dynamic GPUs get (planners/dynamic_mig.py).
+                "feature_gates": dynamic_mig.driver_feature_gates(state["nodes"]),
+                "dynamic_mig": state["dynamic_mig"]},
         "windows": windows,
         # What team namespaces may ask for (render_manifests: the admission policies).
         "admission": admission.plan_admission(inventory.teams, state["kueue"]["objects"],
@@ -107,17 +111,21 @@ def _plan_state(inventory: Inventory, problems: Problems, suffix: str, current: 
     nodes = [_node_record(n, sharing[n.name], layouts, whole_team, suffix) for n in inventory.nodes]
     if not suffix:
         _check_demand(inventory, nodes, problems, warnings)
-    capacities, labels = _capacities(nodes)
+    dynamic = dynamic_mig.plan_dynamic(inventory, problems, warnings)
+    capacities, labels = _capacities(nodes, dynamic)
     cpu_memory = _cpu_memory(inventory, nodes, problems)
     problems.raise_if_any()
     kueue = kueue_quotas.plan_kueue(inventory.teams, inventory.policy, capacities, cpu_memory, labels,
-                                    dra_in_use=any(w.sharing == DRA for w in inventory.workloads))
+                                    dra_in_use=any(w.sharing == DRA for w in inventory.workloads),
+                                    device_class_mappings=[dynamic_mig.device_class_mapping(dynamic["gpus"])]
+                                    if dynamic["gpus"] else [])
     return {
         "nodes": nodes,
         "teams": _team_records(inventory, capacities),
-        "workloads": _workload_records(inventory, nodes),
+        "workloads": _workload_records(inventory, nodes, dynamic),
         "kueue": kueue,
-        "claim_templates": dra_claims.plan_claims(inventory.workloads, inventory.teams),
+        "claim_templates": dra_claims.plan_claims(inventory.workloads, inventory.teams) + dynamic["claim_templates"],
+        "dynamic_mig": {k: v for k, v in dynamic.items() if k != "claim_templates"},
         "warnings": warnings,
         "mig_solve": mig_solve.as_dict(),
     }
@@ -285,6 +293,11 @@ def _node_record(node, share, layouts, whole_team, suffix: str) -> dict:
             record["mode"] = gpu.mode
             record["team"] = gpu.team
             whole_cards += 1
+        elif gpu.mode == MIG_DYNAMIC:
+            # No layout: the DRA driver makes a slice per claim (planners/dynamic_mig.py).
+            record["mode"] = MIG_DYNAMIC
+            record["team"] = gpu.team
+            record["resource"] = names.DYNAMIC_MIG_RESOURCE
         else:
             record["mode"] = WHOLE
             record["team"] = whole_team.get(key)
@@ -302,7 +315,10 @@ def _node_record(node, share, layouts, whole_team, suffix: str) -> dict:
     has_mig = sharing_planner.has_mig(gpus)
     labels = {names.GPU_MODEL_LABEL: node.model}
     mig_config = None
-    if model.mig_capable:
+    if any(g["mode"] == MIG_DYNAMIC for g in gpus):
+        # The DRA driver owns the node's MIG (every GPU of it is mig-dynamic: inventory/dynamic_mig.py).
+        labels[names.DEPLOY_MIG_MANAGER_LABEL] = "false"
+    elif model.mig_capable:
         entries = _mig_parted_entries(gpus)
         mig_config = {"name": _mig_config_name(node.name, entries) if has_mig else names.MIG_DISABLED_CONFIG,
                       "config": entries}
@@ -517,12 +533,16 @@ def _check_team_demand(inventory: Inventory, nodes: list[dict], problems: Proble
 
 # --------------------------------------------------------------------------- quotas
 
-def _capacities(nodes: list[dict]):
-    capacities = []
-    labels: dict[str, dict[str, str]] = {}
+def _capacities(nodes: list[dict], dynamic: dict):
+    capacities = dynamic_mig.capacities(dynamic, kueue_quotas.Capacity, kueue_quotas.flavor_name)
+    labels: dict[str, dict[str, str]] = {
+        kueue_quotas.flavor_name(m, MODES[MIG_DYNAMIC].kueue_kind): {names.GPU_MODEL_LABEL: m, names.DRA_NODE_LABEL: "true"}
+        for m in dynamic["gpus"]}
     for n in nodes:
         model = n["model"]
         for g in n["gpus"]:
+            if g["mode"] == MIG_DYNAMIC:
+                continue            # counted by dynamic_mig.capacities
             kind = MODES[DRA if n["dra"] and g["mode"] == WHOLE else g["mode"]].kueue_kind
             if g["mode"] == WHOLE:
                 capacities.append(kueue_quotas.Capacity(kueue_quotas.flavor_name(model, kind), g["resource"], g["team"], 1))
@@ -584,7 +604,7 @@ def _team_records(inventory: Inventory, capacities) -> list[dict]:
              "owns": dict(sorted(owns[t.name].items()))} for t in inventory.teams]
 
 
-def _workload_records(inventory: Inventory, nodes: list[dict]) -> list[dict]:
+def _workload_records(inventory: Inventory, nodes: list[dict], dynamic: dict) -> list[dict]:
     slices = defaultdict(list)
     for n in nodes:
         for g in n["gpus"]:
@@ -600,6 +620,9 @@ def _workload_records(inventory: Inventory, nodes: list[dict]) -> list[dict]:
             record["slices"] = sorted(slices[w.name], key=lambda s: s["replica"])
         if w.sharing == DRA:
             record["claim_template"] = "%s-gpu" % w.name
+        if w.sharing == MIG_DYNAMIC:
+            record.update({k: v for d in dynamic["workloads"] if d["name"] == w.name for k, v in d.items()
+                           if k in ("claim_template", "profile", "charge_mib")})
         records.append(record)
     return records
 

@@ -225,6 +225,11 @@ def dra_driver_values(plan: dict, distribution_facts: dict | None = None, comput
             "tolerations": [dict(names.GPU_TOLERATION)],
         },
     }
+    gates = plan.get("dra", {}).get("feature_gates")
+    if gates:
+        # DynamicMIG, and the gates it cannot run beside, off (the Plan's dra.feature_gates;
+        # the chart's featureGates, values.yaml v0.4.1).
+        values["featureGates"] = dict(gates)
     kubelet_root = runtime_paths(plan, distribution_facts).get("kubelet_root_dir")
     if kubelet_root and kubelet_root != DEFAULT_KUBELET_ROOT:
         values["kubeletPlugin"]["kubeletRegistrarDirectoryPath"] = kubelet_root + "/plugins_registry"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
-    DRA, MIG, MODES, MPS, TIMESLICE, WHOLE)
+    DRA, MIG, MIG_DYNAMIC, MODES, MPS, TIMESLICE, WHOLE)
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import (
     RECUT_STEPS, by_team, has_changes, restart_line)
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.day_states import day_states, switch_text, switches
@@ -31,8 +31,12 @@ def _whole_line(gpu: dict) -> str:
     return "whole -> %s" % gpu["resource"]
 
 
+def _dynamic_line(gpu: dict) -> str:
+    return "dynamic MIG: slices made per claim -> %s" % gpu["resource"]
+
+
 # A Plan GPU's mode -> its line in the split table (every GPU mode of sharing_modes.MODES).
-GPU_LINES = {WHOLE: _whole_line, MIG: _mig_line, TIMESLICE: _shared_line, MPS: _shared_line}
+GPU_LINES = {WHOLE: _whole_line, MIG: _mig_line, TIMESLICE: _shared_line, MPS: _shared_line, MIG_DYNAMIC: _dynamic_line}
 
 
 def gpu_line(gpu: dict) -> str:

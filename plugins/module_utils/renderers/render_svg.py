@@ -17,7 +17,7 @@ from html import escape
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
-    DRA, MIG, MODES, MPS, TIMESLICE, WHOLE)
+    DRA, MIG, MIG_DYNAMIC, MODES, MPS, TIMESLICE, WHOLE)
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import GPU_RESOURCE
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.day_states import day_states
 
@@ -135,8 +135,26 @@ def _whole_bar(canvas: _Canvas, gpu: dict, model, row: float, state: dict, node:
     canvas.draw_bar(BAR_X, row, BAR_W, gpu["team"], label, "whole GPU -> %s" % gpu["resource"], sublabel=sub)
 
 
+def _dynamic_note(plan: dict, node: dict) -> str:
+    """Which claims the node's dynamic GPUs serve, and the quota that every mix of them places in."""
+    claims = ", ".join("%s %s (%s)" % (w["name"], w["profile"], w["team"]) for w in plan["dra"]["dynamic_mig"]["workloads"]
+                       if w["model"] == node["model"])
+    quota = next((g for g in plan["dra"]["dynamic_mig"]["guarantees"] if g["model"] == node["model"]), None)
+    sold = " Quota %.1f of %.1f GiB: every mix within it places." % (quota["quota_mib"] / 1024.0,
+                                                                     quota["capacity_mib"] / 1024.0) if quota else ""
+    return "Dynamic MIG claims (slices made on any of these GPUs): %s.%s" % (claims or "none", sold)
+
+
+def _dynamic_bar(canvas: _Canvas, gpu: dict, model, row: float, state: dict, node: dict) -> None:
+    """One bar for the card and no slices: they exist only while claims hold them."""
+    names = state["sharers"].get((gpu["mode"], gpu["team"]), [])
+    canvas.draw_bar(BAR_X, row, BAR_W, gpu["team"], "%sdynamic MIG" % (", ".join(names) + ": " if names else ""),
+                    "MIG slices made by the DRA driver when a claim is prepared -> %s" % gpu["resource"],
+                    sublabel=gpu["team"] or "cohort pool")
+
+
 # A Plan GPU's mode -> how its bar is drawn (every GPU mode of sharing_modes.MODES).
-GPU_BARS = {WHOLE: _whole_bar, MIG: _mig_bar, TIMESLICE: _shared_bar, MPS: _shared_bar}
+GPU_BARS = {WHOLE: _whole_bar, MIG: _mig_bar, TIMESLICE: _shared_bar, MPS: _shared_bar, MIG_DYNAMIC: _dynamic_bar}
 
 
 def state_title(state: dict) -> str:
@@ -159,7 +177,8 @@ def _panel(canvas: _Canvas, plan: dict, state: dict, y: float) -> float:
     y += 26
     for node in state["nodes"]:
         model = CATALOG[node["model"]]
-        notes = ["DRA claims go to these devices: %s" % dra_claims] if node["dra"] else []
+        notes = ["DRA claims go to these devices: %s" % dra_claims] if node["dra"] and dra_claims else []
+        notes += [_dynamic_note(plan, node)] if any(g["mode"] == MIG_DYNAMIC for g in node["gpus"]) else []
         notes += state["waiting"] if node is state["nodes"][-1] else []
         notes = [line for note in notes for line in textwrap.wrap(note, NOTE_CHARS, subsequent_indent="  ")]
         height = len(node["gpus"]) * (ROW_H + GAP) + 30 + NOTE_H * len(notes)

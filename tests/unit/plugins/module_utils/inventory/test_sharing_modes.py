@@ -17,11 +17,12 @@ from inventories import ROOT
 def test_inventory_words_as_documented():
     """The values README.md and the plan module's documentation promise (written out here,
     not read from the table)."""
-    assert sharing_modes.GPU_MODES == ("auto", "whole", "mig", "timeslice", "mps")
+    assert sharing_modes.GPU_MODES == ("auto", "whole", "mig", "timeslice", "mps", "mig-dynamic")
+    # A window never switches a GPU to or from dynamic MIG (docs/dynamic-mig.md).
     assert sharing_modes.WINDOW_MODES == ("whole", "mig", "timeslice", "mps")
-    assert sharing_modes.WORKLOAD_SHARING == ("whole", "mig", "timeslice", "mps", "dra")
+    assert sharing_modes.WORKLOAD_SHARING == ("whole", "mig", "timeslice", "mps", "dra", "mig-dynamic")
     assert sharing_modes.ISOLATION_TO_SHARING == {"full": "whole", "hardware": "mig", "none": "timeslice"}
-    assert sharing_modes.isolation_choices() == "full=whole, hardware=mig, none=timeslice or mps"
+    assert sharing_modes.isolation_choices() == "full=whole, hardware=mig or mig-dynamic, none=timeslice or mps"
     assert sharing_modes.SHARED_MODES == ("timeslice", "mps")
     assert sharing_modes.modes_without_mig() == "whole, timeslice, mps, auto"
 
@@ -29,7 +30,7 @@ def test_inventory_words_as_documented():
 @pytest.mark.parametrize("registry", [render_report.GPU_LINES, render_svg.GPU_BARS],
                          ids=["render_report.GPU_LINES", "render_svg.GPU_BARS"])
 def test_every_gpu_mode_has_its_function(registry):
-    assert set(registry) == set(sharing_modes.WINDOW_MODES)
+    assert set(registry) == set(sharing_modes.GPU_MODES) - {sharing_modes.AUTO}
 
 
 # A mode's name compared or listed in code: `== "mps"`, `("timeslice", "mps")`.

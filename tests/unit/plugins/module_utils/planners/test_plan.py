@@ -85,6 +85,10 @@ def test_every_example_plans_and_every_layout_is_placement_feasible(example):
                 assert entry["mig-enabled"] == ("mig-devices" in entry)
             covered = sorted(i for e in node["mig_config"]["config"] for i in e["devices"])
             assert covered == list(range(node["gpu_count"]))
+        elif all(g["mode"] == "mig-dynamic" for g in node["gpus"]):
+            # The DRA driver makes the slices: no layout, and the MIG Manager kept off the node.
+            assert node["labels"]["nvidia.com/gpu.deploy.mig-manager"] == "false"
+            assert "nvidia.com/mig.config" not in node["labels"]
         else:
             assert not model.mig_capable and "nvidia.com/mig.config" not in node["labels"]
 
