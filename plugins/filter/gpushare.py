@@ -1,85 +1,108 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the GPU stack roles: the Helm values and objects rendered from the Plan.
+"""The collection's public filters: what a user may call in a playbook of their own, each
+documented for ``ansible-doc -t filter`` with a working example (FILTER_EXAMPLES below;
+tests/unit/plugins/filter/test_filter_examples.py runs every one).
 
-Each filter is a function of ``plugins/module_utils/``: a renderer (``renderers/render_helm.py``,
-``kueue_config.py``, ``render_monitoring.py``) or a helper on what the cluster returned
-(``cluster/node_labels.py``, ``pods.py``, ``prune.py``); pure Python, computed on the
-controller, changing nothing, e.g.
-``{{ gpushare_plan.plan | gpushare.cluster.gpu_operator_values(runtime_paths) }}``.
-Arguments are passed through a JSON round trip, so a renderer sees plain dicts, lists and
-scalars (as a controller script fed JSON would) and returns JSON-shaped data.
+- the Helm values and objects the roles install, rendered from the Plan, for installing the
+  charts another way (a GitOps repository, a Helm run of your own): ``gpu_operator_values``,
+  ``dra_driver_values``, ``kueue_values``, ``kueue_manager_config_yaml``,
+  ``kube_prometheus_values``, ``monitoring_objects``;
+- ``inventory_nodes``: the ``nodes`` option of the plan and usage_advisor modules from the
+  inventory; ``node_name``: the Kubernetes node name the Plan gives an inventory host.
 
-The Kubernetes distribution filters (``distributions``, ``distribution``, ``distribution_fact``,
-``plan_distribution``) read the one table of ``plugins/module_utils/inventory/distributions.py``.
+The roles' own steps are filters too, in the files of this folder whose names start with
+``__`` (``__gpu_stack.py``, ``__kubeadm.py``, ``__host_prep.py``, ``__awx.py``): ansible-doc
+does not list them and they are not the collection's API (docs/architecture.md, "Public
+surface"). Each filter is a pure Python function of ``plugins/module_utils/`` computed on the
+controller, changing nothing; arguments pass through a JSON round trip (json_filter).
 """
 
 from __future__ import annotations
 
-from ansible.errors import AnsibleFilterError
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import model
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import kueue_config, render_helm, render_monitoring
+from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter
 
-from ansible_collections.gpushare.cluster.plugins.module_utils import names
-from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kube_calls, multikueue_checks, node_labels, prune
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import distributions
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import (
-    kueue_config, render_helm, render_monitoring, render_multikueue, render_report)
-from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter, plain
-
-# filter name -> renderer function
-RENDERERS = {
+# filter name -> function of module_utils
+FUNCTIONS = {
     "gpu_operator_values": render_helm.gpu_operator_values,
     "dra_driver_values": render_helm.dra_driver_values,
     "kueue_values": render_helm.kueue_values,
     "kueue_manager_config_yaml": kueue_config.kueue_manager_config_yaml,
     "kube_prometheus_values": render_helm.kube_prometheus_values,
-    "config_hash": render_helm.config_hash,
-    "dra_mig_layout_hash": render_helm.dra_mig_layout_hash,
     "monitoring_objects": render_monitoring.monitoring_objects,
-    # The gpu_operator role's node label decisions (node_labels.py).
-    "mig_configs": node_labels.mig_configs,
-    "label_drift": node_labels.label_drift,
-    "node_changes": node_labels.node_changes,
-    "busy_nodes": node_labels.busy_nodes,
-    "node_label_patches": node_labels.node_label_patches,
-    "mig_pending": node_labels.mig_pending,
-    "mig_failed": node_labels.mig_failed,
-    "not_true": node_labels.not_true,
-    # What pruning deletes (prune.py).
-    "unmanaged": prune.unmanaged,
-    "window_flavors": prune.window_flavors,
-    "prune_candidates": prune.prune_candidates,
-    "being_deleted": prune.being_deleted,
-    # Names, the managed-by label and version pins, defined once (names.py), for the roles.
-    "managed_label": names.managed_label,
-    "k8s_name": names.k8s_name,
-    "pinned_version": names.pinned_version,
-    # Connection settings and batched-apply results of the roles' kubernetes.core calls.
-    "k8s_auth": kube_calls.k8s_auth,
-    "changed_objects": kube_calls.changed_objects,
-    # The multikueue role: the manager's kubeconfig Secret of a worker, and what the clusters answered.
-    "multikueue_kubeconfig_secret": render_multikueue.kubeconfig_secret,
-    "multikueue_unreachable": multikueue_checks.unreachable,
-    "multikueue_inactive": multikueue_checks.inactive,
-    # site.yml's closing summary (render_report.py).
-    "team_lines": render_report.team_lines,
-    # The Kubernetes distributions table (inventory/distributions.py): kubernetes.yml includes
-    # an entry's role, host_prep opens its ports, each distribution role publishes its fact.
-    "distributions": distributions.names,
-    "distribution": distributions.describe,
-    "distribution_fact": distributions.distribution_fact,
+    "node_name": model.node_name,
+}
+
+# The plan every example below starts from: the plan module's result, as playbooks/plan.yml
+# registers it.
+_PLAN = """\
+# gpushare_plan: registered by the plan module, e.g.
+#   - gpushare.cluster.plan: {}
+#     register: gpushare_plan
+"""
+
+# filter name -> its EXAMPLES for ansible-doc: Ansible tasks, whose variables other than
+# gpushare_plan, hostvars and groups are set in the example itself. Not named EXAMPLES:
+# ansible-doc would read that as this file's own documentation.
+FILTER_EXAMPLES = {
+    "gpu_operator_values": _PLAN + """\
+- name: The GPU Operator chart's values for a Helm release of your own
+  ansible.builtin.copy:
+    dest: "{{ playbook_dir }}/gpu-operator-values.yml"
+    mode: "0644"
+    content: "{{ gpushare_plan.plan | gpushare.cluster.gpu_operator_values | to_nice_yaml }}"
+
+- name: The same for chart v26.7.0 on a host whose kubelet keeps its files elsewhere, without NFD
+  ansible.builtin.debug:
+    msg: >-
+      {{ gpushare_plan.plan | gpushare.cluster.gpu_operator_values({'kubelet_root_dir': '/data/kubelet'},
+                                                                   'v26.7.0', true, false) }}
+""",
+    "dra_driver_values": _PLAN + """\
+- name: The NVIDIA DRA driver chart's values (a plan whose inventory has a DRA server)
+  ansible.builtin.debug:
+    msg: "{{ gpushare_plan.plan | gpushare.cluster.dra_driver_values }}"
+  when: gpushare_plan.plan.dra.nodes | default([]) | length > 0
+""",
+    "kueue_values": _PLAN + """\
+- name: The Kueue chart's values, with its metrics scraped by Prometheus in namespace monitoring
+  ansible.builtin.debug:
+    msg: "{{ gpushare_plan.plan | gpushare.cluster.kueue_values(none, true, 'monitoring') }}"
+""",
+    "kueue_manager_config_yaml": _PLAN + """\
+- name: The Kueue manager's Configuration, as the controller reads it
+  ansible.builtin.copy:
+    dest: "{{ playbook_dir }}/kueue-controller-manager-config.yaml"
+    mode: "0644"
+    content: "{{ gpushare_plan.plan | gpushare.cluster.kueue_manager_config_yaml }}"
+""",
+    "kube_prometheus_values": _PLAN + """\
+- name: The kube-prometheus-stack chart's values, keeping 15 days of metrics
+  ansible.builtin.debug:
+    msg: "{{ gpushare_plan.plan | gpushare.cluster.kube_prometheus_values('grafana-admin', none, none, '15d') }}"
+""",
+    "monitoring_objects": _PLAN + """\
+- name: The PrometheusRule and the team dashboard, alerting after 30 minutes in a queue
+  ansible.builtin.debug:
+    msg: "{{ gpushare_plan.plan | gpushare.cluster.monitoring_objects('monitoring', 'auto', 1800) }}"
+""",
+    "node_name": """\
+- name: The Kubernetes node name of GPU01.example.com (gpu01)
+  ansible.builtin.debug:
+    msg: "{{ 'GPU01.example.com' | gpushare.cluster.node_name }}"
+""",
+    "inventory_nodes": """\
+- name: Each GPU server of the inventory with its gpushare_node, for the plan module's nodes option
+  ansible.builtin.debug:
+    msg: "{{ groups['gpushare_gpu_nodes'] | gpushare.cluster.inventory_nodes(hostvars) }}"
+""",
 }
 
 
-def _filter(name, function):
-    """The filter ``name`` (json_filter) with a docstring naming the renderer it runs."""
-    run = json_filter(name, function)
-    run.__doc__ = "gpushare.cluster.%s: %s.%s of the Plan (see its docstring).\n\n%s" % (
-        name, function.__module__.rsplit(".", 1)[-1], function.__name__, function.__doc__ or "")
-    return run
-
-
 def inventory_nodes(hosts, hostvars):
-    """``{host: its gpushare_node}`` for the plan module's ``nodes`` option.
+    """Each inventory host with its ``gpushare_node``, for the ``nodes`` option of the plan and usage_advisor modules.
 
     A host without a ``gpushare_node`` maps to None, so the planner reports it with its
     inventory path (``map(attribute=..., default=none)`` raises a template error on
@@ -95,39 +118,11 @@ def inventory_nodes(hosts, hostvars):
     return {host: hostvars[host].get("gpushare_node") for host in hosts}
 
 
-def plan_distribution(plan: dict, host_vars, artifacts_dir: str) -> dict:
-    """The fact ``gpushare_distribution`` of the Plan's Kubernetes distribution, seen from a host.
-
-    name, role, kubeconfig, runtime and node_name, as seen from one host (site.yml: the first
-    control plane): the fact the distribution's role recorded on that host in this run; otherwise (no role ran,
-    e.g. ``--tags kueue``) the same fact from the distributions table: the kubeconfig is the
-    role's kubeconfig variable when the inventory sets it, else the role's default file in
-    ``artifacts_dir``. Only the few variables the table names are read from ``host_vars``
-    (distributions.plan_fact).
-
-    Args:
-        plan: the plan module's ``plan`` (its ``cluster.kubernetes_distribution`` is read).
-        host_vars: the host's ``hostvars[host]``.
-        artifacts_dir: the artifacts directory on the controller, a path.
-
-    Returns:
-        The fact, a dict: name, role, kubeconfig, runtime and node_name (None when computed).
-    """
-    plan = plain(plan)
-    try:
-        wanted = distributions.host_variables(plan)
-        picked = plain({name: host_vars[name] for name in wanted if name in host_vars})
-        return plain(distributions.plan_fact(plan, picked, plain(artifacts_dir)))
-    except ValueError as exc:
-        raise AnsibleFilterError("gpushare.cluster.plan_distribution: %s" % exc) from exc
-
-
 class FilterModule:
-    """The functions of RENDERERS as filters, inventory_nodes and plan_distribution."""
+    """The public filters: FUNCTIONS and inventory_nodes."""
 
     def filters(self):
         """Filter name to filter function."""
-        filters = {name: _filter(name, function) for name, function in RENDERERS.items()}
+        filters = {name: json_filter(name, function) for name, function in FUNCTIONS.items()}
         filters["inventory_nodes"] = inventory_nodes
-        filters["plan_distribution"] = plan_distribution
         return filters

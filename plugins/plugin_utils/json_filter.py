@@ -25,4 +25,7 @@ def json_filter(name: str, function, errors: tuple = (ValueError,)):
             return plain(function(*plain(list(args)), **plain(kwargs)))
         except errors as exc:
             raise AnsibleFilterError("gpushare.cluster.%s: %s" % (name, exc)) from exc
+    # The filter's name first: help() and a traceback show which filter runs which function.
+    run.__doc__ = "gpushare.cluster.%s: %s.%s (see its docstring).\n\n%s" % (
+        name, function.__module__.rsplit(".", 1)[-1], function.__name__, function.__doc__ or "")
     return run

@@ -1,8 +1,11 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Writes plugins/filter/<name>.yml (the ansible-doc -t filter documentation) for every filter
-of plugins/filter/*.py, from the function's signature and docstring, so the docs cannot drift
-from the code: test_filter_docs.py fails when a file is missing or stale.
+"""Writes plugins/filter/<name>.yml (the ansible-doc -t filter documentation) for every public
+filter (those of plugins/filter/*.py whose file name does not start with ``__``), from the
+function's signature and docstring and the plugin's FILTER_EXAMPLES, so the docs cannot drift from the
+code: test_filter_docs.py fails when a file is missing or stale. The roles' internal filters
+(plugins/filter/__*.py) get no page: ansible-doc does not list them (docs/architecture.md,
+"Public surface").
 
     .venv/bin/python tests/unit/gen_filter_docs.py        # rewrite the files
 
@@ -20,8 +23,10 @@ The docstring of the function behind each filter has this shape (Google style):
     Returns:
         What the filter returns, its shape.
 
-Every parameter must be under ``Args:`` and ``Returns:`` must be there; a docstring without
-them raises ValueError, so a new filter cannot be documented with filler.
+Every parameter must be under ``Args:`` and ``Returns:`` must be there, and the plugin's
+``FILTER_EXAMPLES`` dict must hold the filter's example (Ansible tasks); otherwise ValueError, so a
+public filter cannot be documented with filler. ``x`` in a docstring becomes ansible-doc's
+C(x) markup.
 """
 from __future__ import annotations
 
@@ -87,10 +92,16 @@ def parse_docstring(doc: str) -> dict:
 
 
 def _sentence(text: str) -> str:
-    return text[:1].upper() + text[1:]
+    return _markup(text[:1].upper() + text[1:])
 
 
-def filter_doc(name: str, function, plugin: str) -> str:
+def _markup(text: str) -> str:
+    """Docstring ``code`` as ansible-doc's C(code); ansible-doc's C(...) ends at the first ")",
+    so code holding one is quoted instead."""
+    return re.sub(r"``(.+?)``", lambda m: "'%s'" % m.group(1) if ")" in m.group(1) else "C(%s)" % m.group(1), text)
+
+
+def filter_doc(name: str, function, plugin: str, example: str | None) -> str:
     target = inspect.unwrap(function)
     where = "%s.%s (filter %s)" % (target.__module__, target.__name__, name)
     sig = inspect.signature(target)
@@ -102,7 +113,9 @@ def filter_doc(name: str, function, plugin: str) -> str:
         raise ValueError("%s: the docstring needs a summary, every parameter under Args: and a Returns: section "
                          "(parameters not described: %s; described but no parameter: %s)"
                          % (where, ", ".join(missing) or "none", ", ".join(unknown) or "none"))
-    short = doc["description"][0].split(". ")[0].rstrip(".")
+    if not example:
+        raise ValueError("%s: the plugin's FILTER_EXAMPLES has no example of the filter" % where)
+    short = _markup(doc["description"][0].split(". ")[0].rstrip("."))
     if len(short) > SHORT_DESCRIPTION_MAX:
         raise ValueError("%s: the first sentence is the short description, at most %d characters (%d)"
                          % (where, SHORT_DESCRIPTION_MAX, len(short)))
@@ -115,37 +128,38 @@ def filter_doc(name: str, function, plugin: str) -> str:
             option["default"] = list(p.default) if isinstance(p.default, tuple) else p.default
         options["_input" if i == 0 else p.name] = option
     positional = [p.name for p in params[1:]]
-    documentation = {"name": name, "author": "gpushare.cluster contributors (!UNKNOWN)", "version_added": "0.1.0",
+    documentation = {"name": name, "author": "gpushare.cluster contributors", "version_added": "0.1.0",
                      "short_description": short,
-                     "description": doc["description"] + ["Computed on the controller from plain data; changes nothing."],
+                     "description": [_markup(p) for p in doc["description"]]
+                     + ["Computed on the controller from plain data; changes nothing."],
                      "options": options}
     if positional:
         documentation["positional"] = ", ".join(positional)
-    arguments = "(" + ",\n           ".join(positional) + ")" if positional else ""
-    call = "{{ %s | gpushare.cluster.%s%s }}" % (params[0].name, name, arguments)
-    examples = "- name: Use gpushare.cluster.%s\n  ansible.builtin.debug:\n    msg: >-\n      %s\n" % (name, call)
     ret = {"_value": {"description": _sentence(doc["returns"]), "type": _type(sig.return_annotation)}}
     return (HEADER % plugin + "DOCUMENTATION:\n" + _indent(yaml.safe_dump(documentation, sort_keys=False, width=100))
-            + "\nEXAMPLES: |\n" + _indent(examples) + "\nRETURN:\n" + _indent(yaml.safe_dump(ret, sort_keys=False, width=100)))
+            + "\nEXAMPLES: |\n" + _indent(example) + "\nRETURN:\n" + _indent(yaml.safe_dump(ret, sort_keys=False, width=100)))
 
 
 def _indent(text: str) -> str:
     return "".join("  " + line if line.strip() else line for line in text.splitlines(True))
 
 
-def filter_plugins() -> dict[str, dict]:
-    """Plugin file stem (gpushare, awx, kubeadm) to its filters, name to function."""
-    plugins = {}
-    for path in sorted(FILTER_DIR.glob("*.py")):
-        module = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter." + path.stem)
-        plugins[path.stem] = module.FilterModule().filters()
-    return plugins
+def _modules(public: bool) -> dict:
+    """Plugin file stem to its module: the public plugin files, or the internal ones (``__*``)."""
+    return {path.stem: importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter." + path.stem)
+            for path in sorted(FILTER_DIR.glob("*.py")) if path.stem.startswith("__") != public}
+
+
+def filter_plugins(public: bool = True) -> dict[str, dict]:
+    """Plugin file stem (gpushare; or __gpu_stack, __awx, ...) to its filters, name to function."""
+    return {stem: module.FilterModule().filters() for stem, module in _modules(public).items()}
 
 
 def expected_files() -> dict[str, str]:
-    """Filter name to the text of its plugins/filter/<name>.yml."""
-    return {name: filter_doc(name, function, plugin)
-            for plugin, filters in filter_plugins().items() for name, function in sorted(filters.items())}
+    """Public filter name to the text of its plugins/filter/<name>.yml."""
+    return {name: filter_doc(name, function, stem, getattr(module, "FILTER_EXAMPLES", {}).get(name))
+            for stem, module in _modules(True).items()
+            for name, function in sorted(module.FilterModule().filters().items())}
 
 
 def main() -> int:

@@ -1,6 +1,7 @@
-"""The gpushare.cluster filter plugin (plugins/filter/gpushare.py): each filter is a function
-of module_utils (render_helm, kueue_config, render_monitoring, pods, prune, node_labels,
-kube_calls) and gives that function's result."""
+"""The gpushare.cluster filter plugins of the GPU stack: the public ones (plugins/filter/gpushare.py)
+and the roles' internal ones (plugins/filter/__gpu_stack.py): each filter is a function of
+module_utils (render_helm, kueue_config, render_monitoring, prune, node_labels, kube_calls,
+model) and gives that function's result."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan imp
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_manifests import render  # noqa: E402
 from inventories import EXAMPLE_NAMES, load_example  # noqa: E402
 
-gpushare_filter = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter.gpushare")
-FILTERS = gpushare_filter.FilterModule().filters()
+PUBLIC = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter.gpushare").FilterModule().filters()
+INTERNAL = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter.__gpu_stack").FilterModule().filters()
+FILTERS = {**INTERNAL, **PUBLIC}
 
 # module -> the filters that run its functions
 MODULES = {
@@ -50,7 +52,8 @@ def _json(value):
 
 
 def test_filter_names_map_to_the_renderers():
-    others = {"inventory_nodes", "team_lines", "plan_distribution"}
+    others = {"inventory_nodes", "node_name", "team_lines", "plan_distribution"}
+    assert not set(PUBLIC) & set(INTERNAL)
     assert set(FILTERS) == set(MODULE_OF) | set(DISTRIBUTIONS) | set(MULTIKUEUE) | others
     for name, module in MODULE_OF.items():
         assert FILTERS[name].__wrapped__ is getattr(module, name), name

@@ -12,7 +12,7 @@ import pytest
 from ansible_collections.gpushare.cluster.plugins.module_utils.awx import awx_preflight as pre
 from ansible_collections.gpushare.cluster.plugins.module_utils.awx import awx_schedules
 
-FILTERS = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter.awx").FilterModule().filters()
+FILTERS = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter.__awx").FilterModule().filters()
 NAMED = {"organization": "Default", "machine_credential": "gpu servers", "kubeconfig_credential": "kube admin",
          "kubeconfig_type": "gpushare kubeconfig"}
 # As /api/v2/organizations/ and /api/v2/credentials/ list them in AWX 24.6.1 (fields used here).

@@ -1,5 +1,5 @@
 """AWX job templates, surveys and window schedules from the Plan (module_utils/awx_schedules.py,
-filter plugin plugins/filter/awx.py) and the offline checks of tests/awx/validate.py."""
+filter plugin plugins/filter/__awx.py) and the offline checks of tests/awx/validate.py."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan imp
 from inventories import EXAMPLE_NAMES, example_day, load_example  # noqa: E402
 import validate  # noqa: E402
 
-FILTERS = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter.awx").FilterModule().filters()
+FILTERS = importlib.import_module("ansible_collections.gpushare.cluster.plugins.filter.__awx").FilterModule().filters()
 SETTINGS = {"organization": "Default", "project": "gpushare", "inventory": "gpushare",
             "execution_environment": "gpushare execution environment", "name_prefix": "gpushare",
             "schedule_start": "2026-01-01", "credentials": ["gpu servers"]}

@@ -4,11 +4,12 @@
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.filter.kubeadm import FilterModule
+from ansible_collections.gpushare.cluster.plugins.filter import gpushare
+from ansible_collections.gpushare.cluster.plugins.filter.__kubeadm import FilterModule
 from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import kubeadm_node
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import model
 
-FILTERS = FilterModule().filters()
+FILTERS = {**FilterModule().filters(), **gpushare.FilterModule().filters()}
 
 NO_SWAP = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n"
 FILESYSTEMS = "nodev\tsysfs\nnodev\toverlay\n\text4\n"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from ansible_collections.gpushare.cluster.plugins.filter.host_prep import FilterModule
+from ansible_collections.gpushare.cluster.plugins.filter.__host_prep import FilterModule
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.host_settings import (
     firewall_sources, host_prep_problems)
 

@@ -1,12 +1,13 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of playbooks/awx.yml: AWX job templates, surveys and window schedules from the
-Plan (plugins/module_utils/awx/awx_schedules.py), e.g.
-``{{ plan | gpushare.cluster.awx_definitions(settings) }}``, and the problems AWX would
-refuse them for (``awx_problems``); and what roles/awx decides from AWX's answers
-(plugins/module_utils/awx/awx_preflight.py): the named objects AWX lacks before the first
-write (``awx_named_object_problems``) and what to do with the project before anything uses
-it (``awx_project_step``).
+"""Internal filters of playbooks/awx.yml (the file name starts with ``__``: ansible-doc does not
+list them, they are not the collection's API; docs/architecture.md, "Public surface"): AWX job
+templates, surveys and window schedules from the Plan (plugins/module_utils/awx/awx_schedules.py),
+e.g. ``{{ plan | gpushare.cluster.awx_definitions(settings) }}``, and the problems AWX would refuse them for
+(``awx_problems``); and what roles/awx decides from AWX's answers
+(plugins/module_utils/awx/awx_preflight.py): the named objects AWX lacks before the first write
+(``awx_named_object_problems``) and what to do with the project before anything uses it
+(``awx_project_step``).
 
 The schedules' rules come from ``awx_schedules.daily_rrule``, which stands in for awx.awx's
 ``schedule_rrule`` lookup (it fails on ansible-core 2.19 in awx.awx 24.6.1).

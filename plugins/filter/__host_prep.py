@@ -1,6 +1,8 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the host_prep role: its settings checked whole and the firewall's sources.
+"""Internal filters of the host_prep role (the file name starts with ``__``: ansible-doc does
+not list them, they are not the collection's API; docs/architecture.md, "Public surface"): its
+settings checked whole and the firewall's sources.
 
 Thin wrappers of ``plugins/module_utils/inventory/host_settings.py`` (pure Python, changing nothing):
 

@@ -1,11 +1,11 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Filters of the Kubernetes roles: node names and the kubeadm role's decisions.
+"""Internal filters of the kubeadm role: its decisions. Not the collection's API (the file name
+starts with ``__``, so ansible-doc does not list them; docs/architecture.md, "Public surface");
+the public ``node_name`` is in gpushare.py.
 
 Thin wrappers of ``plugins/module_utils/cluster/kubeadm_node.py`` (pure Python, changing nothing):
 
-- ``node_name``: ``{{ inventory_hostname | gpushare.cluster.node_name }}``, the Kubernetes
-  node name the Plan gives an inventory host (lower case, without the domain);
 - ``kubeadm_module_probe_paths``, ``kubeadm_preflight_problems``: the role's preflight;
 - ``kubeadm_redact``: kubeadm output without bootstrap tokens and certificate keys;
 - ``kubeadm_join_configuration``, ``kubeadm_token_ids``: the JoinConfiguration a host joins with
@@ -20,7 +20,6 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.cluster import ku
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import json_filter
 
 FUNCTIONS = {
-    "node_name": kubeadm_node.node_name,
     "kubeadm_module_probe_paths": kubeadm_node.module_probe_paths,
     "kubeadm_preflight_problems": kubeadm_node.preflight_problems,
     "kubeadm_redact": kubeadm_node.redact_join_secrets,
@@ -32,7 +31,7 @@ FUNCTIONS = {
 
 
 class FilterModule:
-    """Node names and the kubeadm role's preflight, redaction and bridge CNI."""
+    """The kubeadm role's preflight, redaction, joins and bridge CNI."""
 
     def filters(self):
         """Filter name to filter function."""
