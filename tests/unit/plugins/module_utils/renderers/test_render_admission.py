@@ -445,6 +445,19 @@ def test_dra_claims_ask_only_for_device_classes_kueue_counts():
                           username="system:serviceaccount:kube-system:resource-claim-controller") == []
 
 
+@pytest.mark.parametrize("example", EXAMPLE_NAMES)
+def test_the_plans_own_claim_templates_pass(example):
+    """The ResourceClaimTemplates the dra_driver role applies (as an admin, no controller)
+    into team namespaces ask only for what Kueue counts."""
+    objects = admission(example)
+    policy = (objects["ValidatingAdmissionPolicy/gpushare-only-kueue-starts"],
+              objects["ValidatingAdmissionPolicyBinding/gpushare-only-kueue-starts"])
+    templates = [o for objs in render(PLANS[example]).values() for o in objs if o["kind"] == "ResourceClaimTemplate"]
+    for template in templates:
+        assert start_refusals(template, policy, username="gpushare-admin") == [], template["metadata"]
+    assert templates or example != "mixed-fleet"     # mixed-fleet has a DRA pool: the check is not empty
+
+
 def priority_refusals(obj, **request):
     request.setdefault("group", {"Pod": "", "Job": "batch", "CronJob": "batch"}.get(obj["kind"], "apps"))
     return no_errors(admit(*PRIORITY_POLICY, obj, **request))
