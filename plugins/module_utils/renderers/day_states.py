@@ -216,9 +216,10 @@ def _state_name(window: str | None) -> str:
     return "window %s" % window if window else "the base state"
 
 
-def switch_text(plan: dict, switch: dict) -> str:
+def switch_text(plan: dict, switch: dict, short: bool = False) -> str:
     """One sentence per switch, the same in report.md and split.svg: what must have ended
-    (entering a window) or what blocks the switch (leaving it)."""
+    (entering a window) or what blocks the switch (leaving it); ``short`` leaves out how the
+    gpu_operator role waits (the picture's note)."""
     zone = plan["cluster"]["timezone"]
     head = "At %s %s (%s -> %s)" % (switch["at"], zone, _state_name(switch["old"]), _state_name(switch["new"]))
     if not switch["gpus"]:
@@ -236,7 +237,7 @@ def switch_text(plan: dict, switch: dict) -> str:
             parts.append("%s: the switch back waits while %s runs there" % (what, pods))
         else:
             parts.append("%s: %s should have ended (not waited for: they keep their device)" % (what, pods))
-    waits = any(g["recut"] and g["pods"] for g in switch["gpus"])
+    waits = any(g["recut"] and g["pods"] for g in switch["gpus"]) and not short
     tail = (" The gpu_operator role refuses to re-cut a GPU under running pods and names them; the next scheduled "
             "run switches once they are gone (with allow_disruption it does not wait: %s)." % RECUT_STEPS) if waits else ""
     return "%s: %s.%s" % (head, "; ".join(parts), tail)

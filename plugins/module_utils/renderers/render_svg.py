@@ -19,7 +19,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_cata
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
     DRA, MIG, MIG_DYNAMIC, MODES, MPS, TIMESLICE, WHOLE)
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import GPU_RESOURCE
-from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.day_states import day_states
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.day_states import day_states, switch_text, switches
 
 PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#b07aa1", "#e15759", "#76b7b2", "#edc948", "#ff9da7", "#9c755f"]
 POOL_COLOUR = "#bab0ac"
@@ -179,7 +179,7 @@ def _panel(canvas: _Canvas, plan: dict, state: dict, y: float) -> float:
         model = CATALOG[node["model"]]
         notes = ["DRA claims go to these devices: %s" % dra_claims] if node["dra"] and dra_claims else []
         notes += [_dynamic_note(plan, node)] if any(g["mode"] == MIG_DYNAMIC for g in node["gpus"]) else []
-        notes += state["waiting"] if node is state["nodes"][-1] else []
+        notes += state["waiting"] + state["switches"] if node is state["nodes"][-1] else []
         notes = [line for note in notes for line in textwrap.wrap(note, NOTE_CHARS, subsequent_indent="  ")]
         height = len(node["gpus"]) * (ROW_H + GAP) + 30 + NOTE_H * len(notes)
         canvas.parts.append('<rect x="10" y="%.1f" width="%d" height="%d" rx="6" fill="#f7f7f7" stroke="#999"/>'
@@ -223,8 +223,11 @@ def render_svg(plan: dict) -> str:
     canvas = _Canvas(_colours(plan))
     zone = plan["cluster"]["timezone"]
     y = 0.0
+    found = switches(plan)
     for state in day_states(plan):
-        y = _panel(canvas, plan, state, y)
+        # What the switch into this state does to running work (day_states.switches).
+        into = [switch_text(plan, s, short=True) for s in found if s["new"] == state["window"]]
+        y = _panel(canvas, plan, dict(state, switches=into), y)
     legend, top = _legend(canvas, 48)
     head = ['<text x="10" y="20" font-size="15" font-weight="bold" fill="#000000">%s</text>'
             % escape("GPU split of %s by time of day (times in %s)" % (plan["cluster"]["name"], zone)),
