@@ -73,8 +73,8 @@ def _baseline(changes: dict) -> list[dict]:
     replaces it, and kept only if it is still the text the changes were made against."""
     against = changes.get("against") or {}
     path = against.get("file")
-    if not path or os.path.basename(path) != PLAN_FILE:
-        return []
+    if not path or os.path.basename(path) != PLAN_FILE or os.path.exists(os.path.join(os.path.dirname(path), APPLIED_PLAN)):
+        return []       # read from the applied plan, or one is recorded: never replaced here
     try:
         with open(path, encoding="utf-8") as handle:
             text = handle.read()

@@ -154,6 +154,9 @@ def test_pending_changes_stay_listed_until_a_plan_is_applied(tmp_path):
     second = _run(tmp_path, variables)
     assert [r["workload"] for r in second["restarts"]] == ["speech-to-text"]
     assert (tmp_path / "applied-plan.json").read_text() == first       # the plan the changes are against
+    # A caller that still reads plan.json never replaces the recorded applied plan.
+    stale = plan_and_changes(variables, (tmp_path / "plan.json").read_text(), (), str(tmp_path / "plan.json"))
+    assert APPLIED_PLAN not in [f["path"] for f in plan_files(*stale)]
     third = _run(tmp_path, variables)                                     # plan.yml again, nothing applied
     assert third["against"]["file"] == str(tmp_path / "applied-plan.json")
     assert (third["against"]["sha256"], third["restarts"]) == (second["against"]["sha256"], second["restarts"])
