@@ -8,11 +8,16 @@ edits and checks, records each failure under its class (exception type and the i
 frame in plugins/, or the failed property) and prints one reproducer per class, the one
 with the shortest description.
 
+Besides the mutated example inventories it draws realistic fleets (fleets.py, "fleets"
+below); every plan made is also rendered (report.md, the split table, split.svg).
+
 It also lists two suspicious outcomes the test does not fail on (yet), marked "review":
 a plan that has fewer teams, nodes or workloads than the inventory (an entry silently
 dropped), and a plan made although an edit wrote null (an empty YAML value) to a key.
 
-    .venv/bin/python tests/unit/fuzz_report.py [EXAMPLES_PER_INVENTORY] [SEED]
+    .venv/bin/python tests/unit/fuzz_report.py [EXAMPLES_PER_INVENTORY] [SEED] [INVENTORY ...]
+
+INVENTORY: example inventory names or "fleets" (default: all of them).
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ sys.path[:0] = [str(HERE), str(HERE.parents[1] / ".collections")]
 from hypothesis import HealthCheck, Phase, given, seed, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
+from fleets import fleet  # noqa: E402
 from inventories import EXAMPLE_NAMES  # noqa: E402
 from mutations import get, mutate, replaced_paths  # noqa: E402
 from test_fuzz_inventories import BASE, check_plan  # noqa: E402
@@ -67,6 +73,7 @@ def review(variables: dict, edits: list, plan: dict) -> list[str]:
 def main() -> None:
     examples = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
     run_seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
+    inventories = sys.argv[3:] or EXAMPLE_NAMES + ["fleets"]
     found: dict[str, tuple[str, list[str], str]] = {}
     counts: dict[str, int] = {}
     stats = {"plans": 0, "invalid": 0, "slowest": 0.0, "slowest_example": ""}
@@ -77,14 +84,17 @@ def main() -> None:
         if key not in found or len(text) < len(found[key][1]):
             found[key] = (name, text, message)
 
-    for name in EXAMPLE_NAMES:
+    for name in inventories:
         @seed(run_seed)
         @settings(max_examples=examples, deadline=None, database=None, phases=[Phase.generate],
                   suppress_health_check=list(HealthCheck))
         @given(data=st.data())
         def run(data):
-            variables = copy.deepcopy(BASE[name])
-            edits = mutate(data, variables)
+            if name == "fleets":
+                variables, edits = fleet(data), []
+            else:
+                variables = copy.deepcopy(BASE[name])
+                edits = mutate(data, variables)
             start = time.process_time()
             try:
                 plan = check_plan(variables, replaced_paths(edits, variables))

@@ -1,10 +1,13 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""Fuzzing the planner with mutated example inventories (issue 9 §7, docs/testing.md).
+"""Fuzzing the planner with mutated example inventories (issue 9 §7, docs/testing.md) and
+with realistic fleets (fleets.py: 32 servers, 10 teams, 50 workloads).
 
 Whatever a person writes in the inventory, build_plan either returns a plan that is valid
-JSON and feasible (plan_oracle) or raises PlanInvalid whose problems each name an inventory path; it never raises
-anything else and never takes more than 10 s of CPU time. The edits are in mutations.py.
+JSON and feasible (plan_oracle) and that the report, the split table and the picture
+(report.md, split.svg) render, or raises PlanInvalid whose problems each name an inventory
+path; it never raises anything else and never takes more than 10 s of CPU time. The edits
+are in mutations.py.
 
 Runs GPUSHARE_FUZZ_EXAMPLES examples (default below) per example inventory, derandomized so
 CI sees the same examples on every run; set the variable higher to search longer.
@@ -23,8 +26,11 @@ from hypothesis import strategies as st
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_report import report_markdown, split_table
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_svg import render_svg
 
 import plan_oracle
+from fleets import fleet
 from inventories import EXAMPLE_NAMES, load_example
 from mutations import PATH_PREFIXES, mutate, replaced_paths
 
@@ -34,6 +40,8 @@ from mutations import PATH_PREFIXES, mutate, replaced_paths
 SECONDS_PER_INVENTORY = 10.0
 # Per example inventory; three inventories -> 3 x this many in `make test`.
 EXAMPLES = int(os.environ.get("GPUSHARE_FUZZ_EXAMPLES", 700))
+# Realistic fleets plan in about 0.1 s each: fewer of them.
+FLEETS = int(os.environ.get("GPUSHARE_FUZZ_FLEETS", 150))
 
 BASE = {name: load_example(name) for name in EXAMPLE_NAMES}
 
@@ -60,6 +68,9 @@ def check_plan(variables: dict, replaced: tuple[str, ...] = ()) -> dict | None:
         # ... and can run: layouts on the placement grid, every MIG replica served, quotas equal
         # to what the nodes advertise (plan_oracle, which shares no code with the planners).
         assert plan_oracle.problems(plan, variables) == []
+        # ... and what plan.yml writes beside plan.json renders (a crash there is a bare module failure).
+        for render in (report_markdown, split_table, render_svg):
+            render(plan)
         return plan
     assert problems, "PlanInvalid without problems"
     for p in problems:
@@ -85,3 +96,10 @@ def test_mutated_inventory_plans_or_names_its_problems(name, data):
     for edit in edits:
         note(edit)   # printed with the failing example
     check_plan(variables, replaced_paths(edits, variables))
+
+
+@settings(max_examples=FLEETS, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(data=st.data())
+def test_realistic_fleet_plans_and_renders_or_names_its_problems(data):
+    check_plan(fleet(data))

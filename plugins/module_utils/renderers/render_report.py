@@ -111,7 +111,9 @@ def report_markdown(plan: dict, changes: dict | None = None) -> str:
 
 
 def _quota_cell(owns: dict) -> str:
-    return "<br>".join("%d `%s` (%s)" % (n, key.split(" ", 1)[1], key.split(" ", 1)[0]) for key, n in owns.items()) or "none"
+    """Each "<flavor> <resource>": quota, as its ClusterQueue has it: a count of devices or CPUs,
+    or a Kubernetes quantity ("512Gi" of memory, under cpu_memory_quota: proportional)."""
+    return "<br>".join("%s `%s` (%s)" % (n, key.split(" ", 1)[1], key.split(" ", 1)[0]) for key, n in owns.items()) or "none"
 
 
 def _states_of_the_day(plan: dict) -> list[str]:
