@@ -35,6 +35,10 @@ REPLAN = ("stable", "optimal")
 POD_SECURITY_LEVELS = ("restricted", "baseline")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 CLOCK = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
+# Hours written as one range ("20:00-06:00", "9:00 to 17:00") where a window wants from and until.
+CLOCK_RANGE = re.compile(r"^\s*(\d{1,2}:\d{2})\s*(?:-|–|to|until)\s*(\d{1,2}:\d{2})\s*$")
+WINDOW_FORMAT = ('from: "HH:MM" and until: "HH:MM", each quoted; a window may cross midnight '
+                 '(from: "20:00", until: "06:00")')
 MIB_PER_GIB = 1024
 
 
@@ -423,7 +427,36 @@ def _members(problems: Problems, r) -> tuple[str, ...]:
     return tuple(m for m in members if not m.startswith("system:"))
 
 
+def _clock_text(clock: str) -> str:
+    """A clock of a range as HH:MM when it is one ("9:00" -> "09:00"), else as written."""
+    hours, minutes = clock.split(":")
+    return "%02d:%s" % (int(hours), minutes) if CLOCK.match("%02d:%s" % (int(hours), minutes)) else clock
+
+
+def _window_ranges(problems: Problems, path: str, value):
+    """A window whose hours are written as one range (``hours: "20:00-06:00"`` or ``from:
+    "20:00-06:00"``): one problem that gives the window's format, the same mistake under
+    several GPUs named once; the window read on with the range's from and until, so that
+    its other keys are still checked and the range is not reported again as missing keys."""
+    if not isinstance(value, dict):
+        return value, False
+    ranges = {k: m for k, v in value.items() if isinstance(v, str) and (m := CLOCK_RANGE.match(v))}
+    if not ranges:
+        return value, False
+    value = dict(value)
+    for key, match in ranges.items():
+        start, end = (_clock_text(c) for c in match.groups())
+        problems.add_once(("window range", key, value[key]), "%s.%s" % (path, key),
+                          "is a range of hours; a window gives its start and its end as from and until",
+                          value[key], WINDOW_FORMAT, "Write from: \"%s\" and until: \"%s\" instead" % (start, end))
+        del value[key]
+        value.setdefault("from", start)
+        value.setdefault("until", end)
+    return value, True
+
+
 def _read_window(problems: Problems, path: str, value, gpu_mode: str, gpu_team, gpu_replicas) -> SharingWindow | None:
+    value, ranged = _window_ranges(problems, path, value)
     r = _Reader(problems, path, value, ("name", "from", "until", "mode", "team", "replicas"),
                 required=("from", "until", "mode"))
     if not r.ok:
@@ -456,7 +489,7 @@ def _read_window(problems: Problems, path: str, value, gpu_mode: str, gpu_team, 
         problems.add(r.at("name"), "is a reserved word of the plan module's window option", name,
                      "another window name", "Call it e.g. 'night'")
         return None
-    if None in (start, end, mode):
+    if ranged or None in (start, end, mode):
         return None
     return SharingWindow(name=r.string("name", "window-%s" % start.replace(":", ""), DNS_LABEL,
                                        "window name (a DNS label)"),
@@ -563,8 +596,15 @@ def _read_node(problems: Problems, host: str, value) -> Node | None:
     if count is None or model is None:
         return None
     specs = {}
-    for i, item in enumerate(_items(problems, r.at("gpus"), r.raw("gpus"), False)):
-        spec = _read_gpu(problems, "%s.gpus[%d]" % (path, i), item, model, count)
+    items = _items(problems, r.at("gpus"), r.raw("gpus"), False)
+    if len(items) > count:
+        # More entries than GPUs: gpu_count is what is wrong, not each extra entry's index.
+        problems.add(r.at("gpu_count"), "is %d but gpus lists %d GPUs" % (count, len(items)), count,
+                     "at least %d: one gpus entry per GPU, index 0..gpu_count-1" % len(items),
+                     "Set gpu_count: %d if the server has %d GPUs (nvidia-smi -L lists them), or remove the extra "
+                     "gpus entries" % (len(items), len(items)))
+    for i, item in enumerate(items):
+        spec = _read_gpu(problems, "%s.gpus[%d]" % (path, i), item, model, max(count, len(items)))
         if spec is None:
             continue
         if spec.index in specs:
@@ -710,13 +750,19 @@ def read_teams(problems: Problems, value, path: str = "gpushare_teams") -> list[
             if (t := _read_team(problems, "%s[%d]" % (path, i), item))]
 
 
-def load_inventory(variables: dict, defined_variables=()) -> Inventory:
+def load_inventory(variables: dict, defined_variables=(), deferred: Problems | None = None) -> Inventory:
     """Read and cross-check the inventory; raise PlanInvalid with every problem found.
 
     ``variables`` holds ``gpushare_teams``, ``gpushare_workloads``, ``gpushare_policy`` and
     ``gpushare_nodes`` (host name -> that host's ``gpushare_node``). ``defined_variables``: the
     names of the variables the inventory defines; unknown ``gpushare_*`` ones are reported
     alone, as the errors that follow from a misspelt name would only hide it.
+
+    ``deferred``: where to put the problems of the device rules (check_state, the windows'
+    hours) when they are the only ones, instead of raising them: the inventory is whole and
+    the planner can go on to find its own problems, to report them all in one run. A shape
+    or reference problem (a bad value, an unknown team) is raised with them: planning on a
+    partial inventory would only report its consequences.
     """
     unknown = unknown_variables(defined_variables)
     if unknown:
@@ -735,11 +781,14 @@ def load_inventory(variables: dict, defined_variables=()) -> Inventory:
                                                    variables.get("gpushare_workloads"), False))
                  if (w := _read_workload(problems, "gpushare_workloads[%d]" % i, item))]
     policy = _read_policy(problems, variables.get("gpushare_policy"))
-    _cross_check(problems, teams, nodes, workloads)
+    rules = _cross_check(problems, teams, nodes, workloads)
     if len(nodes) == len(nodes_in):
         # Only when every server was read: a server whose model is unreadable is reported already.
         _check_workload_models(problems, nodes, workloads)
-    problems.raise_if_any()
+    if deferred is not None and len(problems.items) == len(rules):
+        deferred.extend(rules)
+    else:
+        problems.raise_if_any()
     return Inventory(teams=tuple(teams), nodes=tuple(nodes), workloads=tuple(workloads), policy=policy)
 
 
@@ -789,7 +838,10 @@ def _unknown_team(problems: Problems, path: str, team: str, names: list[str]) ->
                      "Define the teams first (group_vars/all/teams.yml in inventory-examples/)")
 
 
-def _cross_check(problems: Problems, teams: list[Team], nodes: list[Node], workloads: list[Workload]) -> None:
+def _cross_check(problems: Problems, teams: list[Team], nodes: list[Node], workloads: list[Workload]) -> list:
+    """References between entries and the device rules; returns the problems of the device
+    rules of the base state and of the windows' hours, which planning may go past (see
+    load_inventory)."""
     names = [t.name for t in teams]
     for i, name in enumerate(names):
         if name in names[:i]:
@@ -815,12 +867,18 @@ def _cross_check(problems: Problems, teams: list[Team], nodes: list[Node], workl
 
     for node in nodes:
         for gpu in node.gpus:
+            if gpu.team is not None and gpu.team not in names:
+                _unknown_team(problems, gpu.path + ".team", gpu.team, names)
             for window in gpu.windows:
                 if window.team is not None and window.team not in names:
                     _unknown_team(problems, window.path + ".team", window.team, names)
-    check_state(problems, nodes, names)
+    first = len(problems.items)
+    check_state(problems, nodes)
+    rules = problems.items[first:]
     dynamic_mig.check(problems, nodes)
+    first = len(problems.items)
     _check_windows(problems, nodes)
+    rules += problems.items[first:]
     seen = set()
     for w in workloads:
         if w.team not in names:
@@ -829,16 +887,16 @@ def _cross_check(problems: Problems, teams: list[Team], nodes: list[Node], workl
             problems.add(w.path + ".name", "workload name used twice", w.name, "each name once",
                          "Rename one, or merge them and raise replicas")
         seen.add(w.name)
+    return rules
 
 
-def check_state(problems: Problems, nodes, team_names: list[str]) -> None:
+def check_state(problems: Problems, nodes) -> None:
     """The checks every state of the day must pass: the base state here, and each sharing
-    window's state (plan._plan_window), where a GPU's path is its window's."""
+    window's state (plan._plan_window), where a GPU's path is its window's. Teams are known
+    (_cross_check checks every GPU's and window's)."""
     for node in nodes:
         card = gpu_catalog.CATALOG[node.model]
         for gpu in node.gpus:
-            if gpu.team is not None and gpu.team not in team_names:
-                _unknown_team(problems, gpu.path + ".team", gpu.team, team_names)
             if shares_device(gpu.mode) and gpu.team is None:
                 problems.add(gpu.path + ".team", "a %s GPU needs an owning team (its replicas are that team's quota)"
                              % gpu.mode, allowed="a team of gpushare_teams", hint="Add team: <name>")

@@ -36,6 +36,7 @@ from functools import lru_cache
 from math import inf
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import mig_geometry
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import gib
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG, fewest_compute
 
 
@@ -787,8 +788,13 @@ def _explain_shortfall(classes, pools, pool_names, hopeless=None) -> str:
     for (need, models, pin), members in shown_groups[:_SHOWN]:
         names = sorted({d.workload for d in members})
         shown = ", ".join(names[:4]) + (" and %d more" % (len(names) - 4) if len(names) > 4 else "")
-        lines.append("  - %d replica(s) of %s need %s on %s" % (
-            len(members), shown, pin or "a slice with at least %d MiB" % -need, ", ".join(models)))
+        # In GiB, as memory_gib is written; a pinned profile with its usable memory, which is
+        # less than its name says (1g.10gb holds 9.5 GiB on an A100 80GB).
+        holds = ["%s holds %s on %s" % (pin, gib(CATALOG[m].profile(pin).memory_mib), m)
+                 for m in models if pin and pin in {p.name for p in CATALOG[m].mig_profiles}]
+        lines.append("  - %d replica(s) of %s need %s on %s%s" % (
+            len(members), shown, "%s with at least %s" % (pin, gib(-need)) if pin else
+            "a slice with at least %s" % gib(-need), ", ".join(models), " (%s)" % "; ".join(holds) if holds else ""))
     if len(shown_groups) > _SHOWN:
         lines.append("  - and %d replica(s) of other sizes" % sum(len(m) for _k, m in shown_groups[_SHOWN:]))
     for k, pool in enumerate(pools):
@@ -800,8 +806,8 @@ def _explain_shortfall(classes, pools, pool_names, hopeless=None) -> str:
         for pattern in (mig_geometry.patterns(pool.model, names) if names else ()):
             for name, c in pattern:
                 per_gpu[name] = max(per_gpu.get(name, 0), c)
-        lines.append("  - %s: %d GPU(s) free for MIG (+ fixed layouts %s); largest slice %d MiB; per GPU at most %s"
-                     % (model.key, count, dict(pool.fixed_supply) or "none", biggest,
+        lines.append("  - %s: %d GPU(s) free for MIG (+ fixed layouts %s); largest slice %s; per GPU at most %s"
+                     % (model.key, count, dict(pool.fixed_supply) or "none", gib(biggest),
                         ", ".join("%d x %s" % (v, n) for n, v in sorted(per_gpu.items())) or "nothing"))
     lines.append("  Add GPUs with mode mig or auto, lower memory_gib, or allow more GPU models (gpu_model).")
     return "\n".join(lines)

@@ -22,7 +22,7 @@ from collections import defaultdict
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import (
     admission, changes, dra_claims, dynamic_mig, kueue_quotas, mig_planner, sharing_planner)
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid, Problems
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid, Problems, gib
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import (
     Inventory, check_state, clock_minutes, load_inventory, time_zone, window_minutes)
@@ -33,7 +33,8 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.names import PLAN
 
 def build_plan(variables: dict) -> dict:
     """The whole plan, or PlanInvalid listing every problem (then nothing is rendered)."""
-    return _build(load_inventory(variables), None)
+    found = Problems()
+    return _build(load_inventory(variables, deferred=found), None, found)
 
 
 def plan_and_changes(variables: dict, previous_text: str | None = None, defined_variables=(),
@@ -44,7 +45,8 @@ def plan_and_changes(variables: dict, previous_text: str | None = None, defined_
     planner keeps its partitions where it can; it must then be readable
     (changes.PreviousPlanError). ``replan: optimal`` plans from scratch and only compares.
     ``defined_variables``: model.load_inventory's."""
-    inventory = load_inventory(variables, defined_variables)
+    found = Problems()
+    inventory = load_inventory(variables, defined_variables, found)
     stable = inventory.policy.replan == "stable"
     previous = None
     if previous_text is not None:
@@ -53,15 +55,23 @@ def plan_and_changes(variables: dict, previous_text: str | None = None, defined_
         except changes.PreviousPlanError:
             if stable:
                 raise
-    plan = _build(inventory, changes.current_partitions(previous) if previous and stable else None)
+    plan = _build(inventory, changes.current_partitions(previous) if previous and stable else None, found)
     return plan, changes.plan_changes(previous, plan, inventory.policy.replan,
                                       changes.against(previous_path, previous_text) if previous else None)
 
 
-def _build(inventory: Inventory, current: dict | None) -> dict:
-    state = _plan_state(inventory, Problems(), suffix="", current=current)
-    problems = Problems()
-    windows = [_plan_window(inventory, name, state["nodes"], problems) for name in _window_names(inventory)]
+def _build(inventory: Inventory, current: dict | None, found: Problems | None = None) -> dict:
+    """The Plan; PlanInvalid with ``found`` (the problems load_inventory deferred) and every
+    problem planning finds: the base state is planned whatever ``found`` holds, and each
+    window is checked even when the base state failed (only its planning needs the base)."""
+    problems = found if found is not None else Problems()
+    state = None
+    try:
+        state = _plan_state(inventory, Problems(), suffix="", current=current)
+    except PlanInvalid as invalid:
+        problems.extend(invalid.problems)
+    windows = [_plan_window(inventory, name, state["nodes"] if state else None, problems)
+               for name in _window_names(inventory)]
     problems.raise_if_any()
     _check_mps_without_mig(inventory, [state["nodes"]] + [w["nodes"] for w in windows], problems)
     problems.raise_if_any()
@@ -378,8 +388,11 @@ def _check_demand(inventory: Inventory, nodes: list[dict], problems: Problems, w
             if g["mode"] in SHARED_MODES:
                 shared[g["mode"]] += g["replicas"]
     demand: dict = defaultdict(int)
+    dra_servers = any(n["dra"] for n in nodes)
     for w in inventory.workloads:
         dra = w.sharing == DRA
+        if dra and not dra_servers:
+            continue        # the cause, no DRA server at all, is reported once below
         if w.sharing in (WHOLE, DRA):
             candidates = {m: c for (m, d), c in whole_per_node.items() if d == dra and (not w.gpu_model or m == w.gpu_model)}
             biggest = max(candidates.values(), default=0)
@@ -391,8 +404,8 @@ def _check_demand(inventory: Inventory, nodes: list[dict], problems: Problems, w
             best = max((CATALOG[n["model"]].memory_mib for n in nodes if n["dra"]), default=0)
             if w.min_memory_gib * 1024 > best:
                 problems.add(w.path + ".device_request.min_memory_gib",
-                             "no GPU on a DRA node has that much memory (largest: %d MiB)" % best,
-                             w.min_memory_gib, "at most %.1f" % (best / 1024.0),
+                             "no GPU on a DRA node has that much memory (largest: %s)" % gib(best),
+                             w.min_memory_gib, "at most %s" % gib(best),
                              "Set dra: true on a server with bigger GPUs")
         if w.sharing in SHARED_MODES:
             demand[w.sharing] += w.replicas
@@ -401,12 +414,12 @@ def _check_demand(inventory: Inventory, nodes: list[dict], problems: Problems, w
             problems.add("gpushare_workloads", "%d %s replicas are wanted but the %s GPUs provide %d"
                          % (demand[mode], mode, mode, shared[mode]), demand[mode], "at most %d" % shared[mode],
                          "Add GPUs with mode %s or raise their replicas" % mode)
-    if not problems:
-        _check_team_demand(inventory, nodes, problems, warnings)
-    if any(w.sharing == DRA for w in inventory.workloads) and not any(n["dra"] for n in nodes):
+    if any(w.sharing == DRA for w in inventory.workloads) and not dra_servers:
         problems.add("gpushare_workloads", "a workload asks for a GPU by attributes (DRA) but no server has dra: true",
                      [w.name for w in inventory.workloads if w.sharing == DRA], "a server with dra: true",
                      "Set gpushare_node.dra: true on the servers the DRA driver should serve")
+    if not problems:
+        _check_team_demand(inventory, nodes, problems, warnings)
     for team in inventory.teams:
         if team.lending_limit is not None:
             owned = sum(1 for n in nodes for g in n["gpus"] if g["mode"] == WHOLE and g["team"] == team.name)
@@ -655,14 +668,17 @@ def _inside_window(inventory: Inventory, name: str, base_nodes: list[dict]) -> I
     return dataclasses.replace(inventory, nodes=tuple(nodes))
 
 
-def _plan_window(inventory: Inventory, name: str, base_nodes: list[dict], problems: Problems) -> dict | None:
+def _plan_window(inventory: Inventory, name: str, base_nodes: list[dict] | None, problems: Problems) -> dict | None:
     """The state inside window ``name``, checked like the base state (model.check_state);
-    its problems are added to ``problems`` (then None is returned)."""
-    inside = _inside_window(inventory, name, base_nodes)
+    its problems are added to ``problems`` (then None is returned). Only the servers the
+    window changes are checked (the base state's check covers the others); it is planned only
+    when the base state was (``base_nodes``; None: the base state failed)."""
+    inside = _inside_window(inventory, name, base_nodes or [])
     window_problems = Problems()
-    check_state(window_problems, inside.nodes, [t.name for t in inside.teams])
+    changed = {n.name for n in inventory.nodes if any(w.name == name for g in n.gpus for w in g.windows)}
+    check_state(window_problems, [n for n in inside.nodes if n.name in changed])
     state = None
-    if not window_problems:
+    if not window_problems and base_nodes is not None:
         try:
             state = _plan_state(inside, window_problems, suffix="-" + name)
         except PlanInvalid:
@@ -672,7 +688,6 @@ def _plan_window(inventory: Inventory, name: str, base_nodes: list[dict], proble
     if state is None:
         return None
     spec = next(w for n in inventory.nodes for g in n.gpus for w in g.windows if w.name == name)
-    changed = {n.name for n in inventory.nodes if any(w.name == name for g in n.gpus for w in g.windows)}
     return {
         "name": name, "from": spec.start, "until": spec.end,
         "gpus": [{"node": n.name, "index": g.index, "mode": w.mode, "team": w.team or g.team}

@@ -245,7 +245,8 @@ def test_shortfall_says_what_would_fit():
         plan_mig(demands_for([140000, 140000], "h200-141gb"), [MigCandidate("n1", 0, "h200-141gb", True)])
     except MigShortfall as err:
         text = str(err)
-        assert "2 replica(s) of svc0, svc1 need a slice with at least 140000 MiB on h200-141gb" in text
+        # In GiB, as memory_gib is written: 140000 MiB / 1024 = 136.72 GiB.
+        assert "2 replica(s) of svc0, svc1 need a slice with at least 136.72 GiB on h200-141gb" in text
         assert "h200-141gb: 1 GPU(s) free for MIG" in text and "1 x 7g.141gb" in text
     else:
         raise AssertionError("expected a shortfall")
