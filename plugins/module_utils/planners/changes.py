@@ -169,7 +169,7 @@ def _restart(key, old_req, new_req, old_at, new_at, recut, gone, old_gpus) -> di
     if old_req["sharing"] != new_req["sharing"]:
         reasons.append({"why": MODE_CHANGED, "text": "sharing %s -> %s" % (old_req["sharing"], new_req["sharing"])})
     if _asks(old_req) != _asks(new_req):
-        reasons.append({"why": NEW_RESOURCE, "text": "asks for %s instead of %s" % (_asks(new_req), _asks(old_req))})
+        reasons.append({"why": NEW_RESOURCE, "text": "%s -> %s" % (_asks(old_req), _asks(new_req))})
     here = old_at.get(key)
     if here is not None:
         gpu = here[:2]
@@ -193,9 +193,12 @@ def _restart(key, old_req, new_req, old_at, new_at, recut, gone, old_gpus) -> di
                                 "is re-cut" if set(serving) & recut else "the new plan no longer has")})
     if not reasons:
         return None
+    manifest = _manifest_change(old_req, new_req)
     return {"workload": key[0], "replica": key[1], "team": old_req["team"], "new_team": new_req["team"],
             "reasons": reasons, "certain": certain, "old": _where(old_req, here), "new": _where(new_req, new_at.get(key)),
-            "manifest": _manifest_change(old_req, new_req)}
+            "manifest": manifest,
+            # The team's manifest to redeploy (renderers/render_teams writes it).
+            "manifest_file": "teams/%s/%s.yaml" % (new_req["team"], key[0]) if manifest else None}
 
 
 def _served(gpu: dict) -> set[str]:
@@ -260,8 +263,11 @@ def _against_text(changes: dict) -> str:
 
 
 def restart_line(r: dict) -> str:
-    return "%s replica %d%s: %s" % (r["workload"], r["replica"], "" if r["certain"] else " (may restart)",
-                                    "; ".join("%s: %s" % (x["why"], x["text"]) for x in r["reasons"]))
+    """``speech-to-text replica 0: new resource: ... -> ...; redeploy teams/production/speech-to-text.yaml (...)``."""
+    return "%s replica %d%s: %s%s" % (
+        r["workload"], r["replica"], "" if r["certain"] else " (may restart)",
+        "; ".join("%s: %s" % (x["why"], x["text"]) for x in r["reasons"]),
+        "; redeploy %s (%s)" % (r["manifest_file"], r["manifest"]) if r["manifest"] else "")
 
 
 def by_team(changes: dict) -> dict[str, dict]:
@@ -291,8 +297,7 @@ def change_lines(changes: dict) -> list[str]:
             "  [re-cut]" if g["repartitioned"] else ""))
     for team, mine in by_team(changes).items():
         for r in mine["restarts"]:
-            lines.append("  team %s: %s%s" % (team, restart_line(r),
-                                               "; manifest: %s" % r["manifest"] if r["manifest"] else ""))
+            lines.append("  team %s: %s" % (team, restart_line(r)))
         for r in mine["started"]:
             lines.append("  team %s: %s replica %d starts on %s" % (team, r["workload"], r["replica"], r["new"]))
         for r in mine["ended"]:

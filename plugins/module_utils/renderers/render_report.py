@@ -172,7 +172,7 @@ def changes_markdown(changes: dict) -> str:
             "with the manifest change shown, from `teams/<team>/`); nothing else moves a running pod.", ""]
     for team, mine in by_team(changes).items():
         out += ["### %s" % team, ""]
-        out += ["- restarts: %s%s" % (restart_line(r), "; **manifest:** %s" % r["manifest"] if r["manifest"] else "")
+        out += ["- restarts: %s" % restart_line(r)
                 for r in mine["restarts"]]
         out += ["- starts: %s replica %d on %s" % (r["workload"], r["replica"], r["new"]) for r in mine["started"]]
         out += ["- ends: %s replica %d (was on %s)" % (r["workload"], r["replica"], r["old"]) for r in mine["ended"]]

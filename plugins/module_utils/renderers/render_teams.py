@@ -188,7 +188,7 @@ def team_markdown(plan: dict, team: dict, requests: dict, changes: dict | None =
     pending = by_team(changes).get(team["name"]) if changes and changes.get("previous") else None
     if pending:
         out += ["", "## Changes for this team, not applied yet (changes.md)", ""]
-        out += ["- restarts: %s%s" % (restart_line(r), "; **manifest:** %s" % r["manifest"] if r["manifest"] else "")
+        out += ["- restarts: %s" % restart_line(r)
                 for r in pending["restarts"]]
         out += ["- starts: %s replica %d on %s" % (r["workload"], r["replica"], r["new"]) for r in pending["started"]]
         out += ["- ends: %s replica %d (was on %s)" % (r["workload"], r["replica"], r["old"]) for r in pending["ended"]]
