@@ -36,8 +36,8 @@ from functools import lru_cache
 from math import inf
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import mig_geometry
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import gib
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG, fewest_compute
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import gib
 
 
 @dataclass(frozen=True)
