@@ -16,12 +16,39 @@ if str(ROOT / ".collections") not in sys.path:
     sys.path.insert(0, str(ROOT / ".collections"))
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory import errors  # noqa: E402
 
 PAGE = ROOT / "docs" / "gpu-models.md"
 
 
 def _code(names) -> str:
     return ", ".join("`%s`" % n for n in names)
+
+
+def _usable_memory() -> list[str]:
+    """Each MIG model's profiles with the memory a service gets in one: less than the name
+    says, so a service's memory_gib is compared with this, not with the name."""
+    example = gpu_catalog.CATALOG["a100-80gb"].profile("1g.10gb")
+    lines = [
+        "",
+        "## Usable memory per MIG profile",
+        "",
+        "What the driver reports for one instance of each profile (`nvidia-smi mig -lgip`, GFD's",
+        "`nvidia.com/mig-*.memory`), in GiB as `memory_gib` is written. The planner gives a MIG",
+        "service a profile whose usable memory is at least its `memory_gib`; a profile's name rounds",
+        "up, so `memory_gib: 10` does not fit `1g.10gb` on `a100-80gb` (it holds %s) and gets the next"
+        % errors.gib(example.memory_mib),
+        "larger profile. The source of each figure (or the rule it is estimated by) is cited in the",
+        "catalogue.",
+        "",
+        "| key | usable memory per profile |",
+        "|---|---|",
+    ]
+    for m in gpu_catalog.CATALOG.values():
+        if m.mig_capable:
+            lines.append("| `%s` | %s |" % (m.key, ", ".join(
+                "%s: %s" % (p.name, errors.gib(p.memory_mib)) for p in m.base_profiles)))
+    return lines
 
 
 def page() -> str:
@@ -35,8 +62,8 @@ def page() -> str:
         "name below. Matching ignores case, spaces, dashes and underscores and a leading \"NVIDIA\" or",
         "\"Tesla\", so `H200`, `nvidia h200` and `NVIDIA-H200` are one model; a PCI device id",
         "(quoted, `\"0x2335\"`, as `lspci -n` or `nvidia-smi -q` show it) works too. The plan and",
-        "`plan.json` use the key. Usable MIG memory per profile and where each figure comes from are",
-        "in the catalogue's source.",
+        "`plan.json` use the key. Usable MIG memory per profile is listed below; where each figure",
+        "comes from is in the catalogue's source.",
         "",
         "| key | NVML name | GFD `nvidia.com/gpu.product` | also accepted | PCI ids | memory (MiB) | MIG profiles |",
         "|---|---|---|---|---|---|---|",
@@ -46,6 +73,7 @@ def page() -> str:
         profiles = ", ".join(p.name for p in m.base_profiles) if m.mig_capable else "no MIG"
         lines.append("| `%s` | %s | `%s` | %s | %s | %d | %s |" % (
             m.key, m.product_name, m.label_product, _code(others), _code(m.pci_device_ids), m.memory_mib, profiles))
+    lines += _usable_memory()
     lines += [
         "",
         "## Names that fit several models",
