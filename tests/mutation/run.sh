@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Mutation testing of the planners, the Kueue renderer and the advisor with mutmut 3 (`make mutation`).
-# Slow (docs/testing.md, "Mutation testing"), so not part of `make test`.
+# Slow (docs/testing.md, "Mutation testing"), so not part of `make test`. Fails when a module's
+# survivor is neither killed nor explained in tests/mutation/explained.tsv (survivors.py --check).
 #
 # mutmut 3 copies the code to mutate into mutants/ and names each mutant after the module path of
 # the copy, while the tests import the collection as ansible_collections.gpushare.cluster.
@@ -96,6 +97,8 @@ score = "%.1f %%" % (100.0 * killed / tried) if tried else "-"
 print("%-24s score %-8s %s  (%s s, mutmut exit %s)" % (module, score, dict(sorted(counts.items())), seconds, status))
 PY
     grep -E ": (survived|no tests|suspicious)$" "$stage/results.txt" || true
+    # Every survivor needs a test that kills it or a reason in tests/mutation/explained.tsv.
+    python3 "$ROOT/tests/mutation/survivors.py" --check "$stage"
 }
 
 status=0
