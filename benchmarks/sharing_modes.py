@@ -31,9 +31,17 @@ one embeddings service next to four heavy loops; five heavy loops. Modes:
 * MIG is measured only when it is already enabled; the benchmark never changes MIG mode,
   clocks, power limits or compute mode, and never resets the card.
 
+Every case of every mode is measured ``--runs`` times (default 3), the runs one after the
+other: one run's figures of one shape "alone" have differed by 1.7x between runs, while
+ratios of contended figures measured in one run (MPS against time-slicing with the same
+clients) agree across runs and harnesses.
+
 The output (the calibration file, format 1) holds the card, the date, the command line, per
-mode and case every client's figures and the totals, and a ``summary`` of ratios for the usage
-advisor. It is rewritten after every case, so a run that is cut short keeps what it measured.
+run, mode and case every client's figures and the totals (``runs``), a ``summary`` of ratios
+for the usage advisor (the median over the runs of each figure) and their ``spread`` (per
+figure: min, median, max and the runs it was measured in). It is rewritten after every case,
+so a run that is cut short keeps what it measured. ``--summarize FILE`` recomputes the
+summary and spread of a file from its per-client figures, without a GPU.
 Without a GPU, ``--device cpu`` runs tiny shapes on the CPU to test the script itself.
 """
 
@@ -50,6 +58,7 @@ import platform
 import shlex
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -591,12 +600,7 @@ class Benchmark:
 
     def save(self):
         self.doc["elapsed_s"] = round(time.time() - self.t0, 1)
-        self.doc["summary"] = summarize(self.doc)
-        tmp = self.args.out + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as handle:
-            json.dump(self.doc, handle, indent=1)
-            handle.write("\n")
-        os.replace(tmp, self.args.out)
+        write(self.doc, self.args.out)
 
     def case_cost_s(self):
         return self.args.warmup + self.args.seconds + 2
@@ -804,9 +808,33 @@ class Benchmark:
             self.visible = uuid if card.get("gpu_count_on_host", 1) > 1 else None
         self.save()
 
+        self.doc["runs"] = []
+        self.save()
         self.mps_base = args.mps_dir or tempfile.mkdtemp(prefix="gpushare-mps-")
         os.makedirs(self.mps_base, exist_ok=True)
         self.no_mps_dir = tempfile.mkdtemp(prefix="gpushare-no-mps-")
+        try:
+            for number in range(1, args.runs + 1):
+                # one run: every mode and case; self.doc["modes"] is this run's while it runs
+                run = {"run": number, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                       "modes": {}}
+                self.doc["runs"].append(run)
+                self.doc["modes"] = run["modes"]
+                log("run %d of %d" % (number, args.runs))
+                self.run_modes(migs if mig_on else [])
+                run["complete"] = True
+                self.save()
+        finally:
+            self.doc.pop("modes", None)
+        self.doc["complete"] = all(r.get("complete") for r in self.doc["runs"])
+        self.save()
+        shutil.rmtree(self.no_mps_dir, ignore_errors=True)
+        if not args.mps_dir:
+            shutil.rmtree(self.mps_base, ignore_errors=True)
+
+    def run_modes(self, migs):
+        """Every mode once (one run)."""
+        args = self.args
         # Plain processes get an empty pipe folder: they can never reach an MPS daemon by accident.
         base_env = {"CUDA_MPS_PIPE_DIRECTORY": self.no_mps_dir, "CUDA_MPS_LOG_DIRECTORY": None,
                     "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": None}
@@ -830,13 +858,8 @@ class Benchmark:
                       base_env, lambda s: cap, daemon=True)
         if "mps_proportional" in wanted:
             self.proportional("mps_proportional", base_env)
-        if mig_on and migs:
+        if migs:
             self.mig(migs)
-        self.doc["complete"] = True
-        self.save()
-        shutil.rmtree(self.no_mps_dir, ignore_errors=True)
-        if not args.mps_dir:
-            shutil.rmtree(self.mps_base, ignore_errors=True)
 
 
 def proportional_caps(weights):
@@ -865,7 +888,10 @@ def _ratio(a, b, digits=3):
 
 
 def summarize(doc):
-    """The ratios the usage advisor reads. "Alone" means the shape alone on the whole card without MPS."""
+    """The figures of one run (``doc["modes"]``). "Alone" means the shape alone on the whole card
+    without MPS. The usage advisor reads the ``*_vs_*`` ratios of contended figures: the same
+    clients in the same case, one mode against another, measured in the same run (calibration.py
+    says which and why); the ratios to "alone" are kept for the record."""
     modes = doc.get("modes", {})
     equal = "mps_equal_%spct" % doc.get("equal_cap_pct", 20)
     if equal not in modes:
@@ -921,6 +947,24 @@ def summarize(doc):
     # the heaviest small service (speech) capped at the equal percentage, against alone on the whole card
     s["mps_equal_cap_heavier_service_ratio"] = equal_alone.get("speech")
     s["mps_proportional_cap_heavier_service_ratio"] = s.get("mps_proportional_cap_alone_vs_whole_card", {}).get("speech")
+    # Contended against contended, same run: the advisor's figures (stable across runs and harnesses).
+    ts_small = _client(doc, "timeslice", "small_next_to_four_heavy", "embeddings")
+    for mode, label in (("mps_unlimited", "mps_unlimited"), (equal, "mps_equal_cap"),
+                        ("mps_proportional", "mps_proportional")):
+        small = _client(doc, mode, "small_next_to_four_heavy", "embeddings")
+        if small and ts_small:
+            s[label + "_vs_timeslice_small_next_to_heavy_throughput"] = _ratio(small["per_s"], ts_small["per_s"])
+    speech_unlimited = _client(doc, "mps_unlimited", "five_small", "speech")
+    speech_equal = _client(doc, equal, "five_small", "speech")
+    if speech_unlimited and speech_equal:
+        # the heaviest of the five small services under the equal limit, against MPS without limits
+        s["mps_equal_cap_vs_unlimited_heavier_service_throughput"] = _ratio(speech_equal["per_s"],
+                                                                           speech_unlimited["per_s"])
+    heavy_ts = _case(doc, "timeslice", "five_heavy").get("totals", {}).get("heavy_matmuls_per_s")
+    heavy_mps = _case(doc, "mps_unlimited", "five_heavy").get("totals", {}).get("heavy_matmuls_per_s")
+    if heavy_ts and heavy_mps:
+        # five heavy loops time-sliced against the same five under MPS (no context switches): switching's cost
+        s["timeslice_vs_mps_five_heavy_throughput"] = _ratio(heavy_ts, heavy_mps)
     caps = modes.get("mps_proportional", {}).get("caps_pct")
     if caps:
         s["proportional_caps_pct"] = caps
@@ -934,12 +978,74 @@ def summarize(doc):
     return s
 
 
+def _flatten(summary, prefix=""):
+    """{"a": {"b": 1.0}} -> {"a.b": 1.0}: the numeric figures of a summary."""
+    out = {}
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            out.update(_flatten(value, prefix + key + "."))
+        elif isinstance(value, (int, float)) and not isinstance(value, bool):
+            out[prefix + key] = value
+    return out
+
+
+def _replace(summary, figures, prefix=""):
+    """``summary`` with each numeric figure replaced by ``figures[its flattened key]``."""
+    out = {}
+    for key, value in summary.items():
+        if isinstance(value, dict):
+            out[key] = _replace(value, figures, prefix + key + ".")
+        else:
+            out[key] = figures.get(prefix + key, value)
+    return out
+
+
+def summarize_runs(doc):
+    """(summary, spread) over the runs of ``doc`` (a file without ``runs`` is one run): each
+    figure's median over the runs that measured it, and per figure its min, median, max and
+    number of runs."""
+    runs = doc.get("runs") or ([{"modes": doc.get("modes", {})}] if "modes" in doc else [])
+    per_run = [summarize(dict(doc, modes=r.get("modes", {}))) for r in runs] or [summarize(dict(doc, modes={}))]
+    for r, s in zip(runs, per_run):
+        r["summary"] = s
+    values = {}
+    for s in per_run:
+        for key, value in _flatten(s).items():
+            values.setdefault(key, []).append(value)
+    spread, medians = {}, {}
+    for key, vs in values.items():
+        medians[key] = round(statistics.median(vs), 3)
+        spread[key] = {"min": min(vs), "median": medians[key], "max": max(vs), "runs": len(vs)}
+    merged = {}
+    for s in per_run:        # every key any run has, the last run's non-numeric values
+        merged.update(s)
+    return _replace(merged, medians), spread
+
+
+def write(doc, path):
+    """``doc`` with its summary and spread over the runs, to ``path`` (atomically)."""
+    doc["summary"], doc["spread"] = summarize_runs(doc)
+    doc["runs_done"] = len(doc.get("runs") or [None])
+    tmp = path + ".tmp"
+    with open(tmp, "w", encoding="utf-8") as handle:
+        # while a run runs, doc["modes"] is runs[-1]["modes"]: written once
+        json.dump({k: v for k, v in doc.items() if not (k == "modes" and doc.get("runs"))}, handle, indent=1)
+        handle.write("\n")
+    os.replace(tmp, path)
+
+
 # --------------------------------------------------------------------------- main
 
 def parse_args(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0],
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--out", required=True, help="calibration JSON file to write")
+    parser.add_argument("--out", help="calibration JSON file to write")
+    parser.add_argument("--runs", type=int, default=3,
+                        help="measure every mode and case this many times; the summary is each figure's median and "
+                             "the spread its min and max (default 3)")
+    parser.add_argument("--summarize", metavar="FILE", default=None,
+                        help="recompute the summary and spread of a calibration file from its per-client figures "
+                             "(no GPU); written to --out, or FILE itself without it")
     parser.add_argument("--seconds", type=float, default=10.0, help="measured seconds per case (default 10)")
     parser.add_argument("--quick", action="store_true", help="3 s per case and a short warm-up (a smoke test)")
     parser.add_argument("--warmup", type=float, default=None, help="unmeasured seconds before each case (default 1)")
@@ -966,11 +1072,21 @@ def parse_args(argv=None):
         parser.error("unknown --modes: %s (choose from %s)" % (",".join(unknown), ",".join(MODES)))
     if not 0 < args.equal_cap <= 100:
         parser.error("--equal-cap must be 1..100")
+    if args.runs < 1:
+        parser.error("--runs must be at least 1")
+    if not args.out and not args.summarize:
+        parser.error("--out is required (or --summarize FILE)")
     return args
 
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.summarize:
+        with open(args.summarize, encoding="utf-8") as handle:
+            doc = json.load(handle)
+        write(doc, args.out or args.summarize)
+        log("wrote %s" % (args.out or args.summarize))
+        return 0
 
     def terminate(signum, _frame):
         raise SystemExit(128 + signum)

@@ -144,8 +144,9 @@ options:
     description:
       - A calibration file, the JSON that C(benchmarks/sharing_modes.py) writes (format 1) when run on one
         of your GPU nodes - what time-slicing and MPS with and without per-client limits cost on your card.
-        The advisor cites its ratios where it chooses between the sharing modes (MPS for co-located small
-        inference, refused next to heavy neighbours).
+        The advisor reads its ratios of contended figures (medians over the runs, with their spread) where it
+        chooses between the sharing modes (MPS for co-located small inference where MPS was ahead of
+        time-slicing in every run, refused next to heavy neighbours) and cites them.
       - Without it, the H200 run shipped with the collection (docs/performance.md) is used.
       - A file that cannot be read, or lacks a ratio the advisor reads, fails the module naming it.
     type: path
@@ -210,7 +211,9 @@ advice:
     - The whole advice (format C(gpushare.cluster/advice-v1)) - window read, per service the
       evidence, kind, choice, the rule that decided it (C(rule), see docs/advisor.md) and status
       (C(ok), C(not_enough_data), C(unstable), C(no_data), C(unknown_namespace)), per team quotas
-      and idle hours, sharing windows, GPUs to buy, notes, and the calibration cited (C(calibration), where it was measured and its ratios).
+      and idle hours, the sharing windows the proposed nodes hold (C(proposed) false for one kept as it is), GPUs to
+      buy, nodes that reported nothing for a while (C(outages)), notes, and the calibration cited (C(calibration), where
+      it was measured, its ratios (medians over the runs), C(runs) and each ratio's C(spread)).
   returned: success
   type: dict
 proposal:

@@ -206,14 +206,21 @@ class Case:
                 or self.profile.memory_mib >= self.settings.mps_mig_waste * self.need)
 
     def mps_refusal(self) -> str | None:
-        """Why MPS is not proposed although it is a candidate, with the measured reason: heavy
-        neighbours, or MIG slices in the cluster; None otherwise."""
+        """Why MPS is not proposed although it is a candidate, with the measured reason: the
+        calibration's MPS did not serve more than time-slicing, heavy neighbours (where MPS starved a
+        light service next to heavy loops in the calibration), or MIG slices in the cluster; None
+        otherwise. The figures are ratios of contended figures of one run (calibration.py)."""
         if not self.mps_candidate:
             return None
         cal = self.calibration
-        if self.heavy_neighbours:
-            return ("not MPS: it shared its card with %s; next to heavy loops a light service kept %.3f of its "
-                    "throughput under MPS without limits, and equal limits cut a heavier service to %.3f (measured on %s)"
+        if not cal.mps_serves_more:
+            return ("not MPS: in the calibration (%s; %s) small inference services under MPS served %.3fx the "
+                    "inferences of time-slicing, not more in every run" % (cal.source, cal.spread_text(),
+                                                                            cal.mps_vs_timeslice))
+        if self.heavy_neighbours and cal.mps_starves_next_to_heavy:
+            return ("not MPS: it shared its card with %s; next to heavy loops a light service served %.3fx its "
+                    "time-sliced throughput under MPS without limits, and equal limits cut a heavier service to %.3f of "
+                    "its throughput without limits (measured on %s)"
                     % (", ".join("%s (p95 %.2f of the card)" % n for n in self.heavy_neighbours),
                        cal.mps_unlimited_small_next_to_heavy, cal.mps_equal_cap_heavier_service, cal.source))
         if self.mig_nodes:
@@ -257,7 +264,8 @@ def _mps(c: Case) -> dict:
     why = ("co-located small inference (%.1f GiB, p95 %.2f of a card): MPS, %d clients per %s card, each limited to "
            "1/%d (%d %% of the SMs, %.1f GiB), which holds its need; measured on %s: small inference services "
            "together served %.2fx the inferences of time-slicing under MPS (%.2fx with equal limits); the limit "
-           "follows the need because an equal limit below it cut a heavier service to %.3f of its throughput"
+           "follows the need because an equal limit below it cut a heavier service to %.3f of its throughput without "
+           "limits"
            % (c.need / 1024.0, c.compute, clients, c.card.key, clients, 100 // clients,
               c.card.memory_mib / clients / 1024.0, cal.source, cal.mps_vs_timeslice, cal.mps_equal_cap_vs_timeslice,
               cal.mps_equal_cap_heavier_service))

@@ -87,8 +87,11 @@ def test_shipped_mps_calibration_is_the_h200_fixture():
     assert {k: doc["card"][k] for k in shipped["card"]} == shipped["card"]
     assert (doc["format"], doc["tool"], doc["date"]) == (shipped["format"], shipped["tool"], shipped["date"])
     assert calibration.DEFAULT.mps_vs_timeslice == doc["summary"]["mps_vs_timeslice_small_inference_throughput"]
-    assert calibration.DEFAULT.mps_unlimited_small_next_to_heavy == 0.007
-    assert calibration.DEFAULT.mps_equal_cap_heavier_service == 0.397
+    # contended against contended, same run (issue 33 item 16): 1.78 / 99.66 inferences/s of the light
+    # service next to four heavy loops (MPS / time-sliced), 105.68 / 229.78 of speech among five small
+    # services (equal 20 % cap / MPS without limits)
+    assert calibration.DEFAULT.mps_unlimited_small_next_to_heavy == 0.018
+    assert calibration.DEFAULT.mps_equal_cap_heavier_service == 0.46
 
 
 def test_mps_calibration_from_a_users_file(tmp_path):
@@ -162,7 +165,7 @@ def test_mps_choice_gives_the_measured_reason(fleet):
     summary = _fixture_summary()
     why = _svc(advice, "speech-to-text")["why"]
     assert "%.2fx the inferences of time-slicing" % summary["mps_vs_timeslice_small_inference_throughput"] in why
-    assert "%.3f" % summary["mps_equal_cap_heavier_service_ratio"] in why
+    assert "%.3f" % summary["mps_equal_cap_vs_unlimited_heavier_service_throughput"] in why
     assert "NVIDIA H200, driver 580.159.04, 2026-12-02" in why
     assert "1/4 (25 % of the SMs" in why
     report = render_advice.report_markdown(advice, [], "accepted")
@@ -205,8 +208,8 @@ def test_advisor_refuses_mps_next_to_heavy_neighbours_citing_the_calibration(hea
     refused = speech["mps_refused"]
     busy = float(re.search(r"fine-tune \(p95 ([0-9.]+) of the card\)", refused).group(1))
     assert ua.Settings().mps_heavy_compute <= busy <= usage_synth.HEAVY_NEIGHBOUR[1]
-    assert "%.3f" % summary["mps_unlimited_small_next_to_heavy_throughput_ratio"] in refused      # 0.007
-    assert "%.3f" % summary["mps_equal_cap_heavier_service_ratio"] in refused                    # 0.397
+    assert "%.3f" % summary["mps_unlimited_vs_timeslice_small_next_to_heavy_throughput"] in refused   # 0.018
+    assert "%.3f" % summary["mps_equal_cap_vs_unlimited_heavier_service_throughput"] in refused       # 0.460
     assert refused in speech["why"]
     assert refused in render_advice.report_markdown(advice, [], "accepted")
     assert (_svc(advice, "classifier")["sharing"], _svc(advice, "embeddings")["sharing"]) == ("mps", "mps")

@@ -116,7 +116,7 @@ def test_the_mps_reason_gives_clients_limits_and_the_measurements():
         "co-located small inference (9.4 GiB, p95 0.05 of a card): MPS, 4 clients per l40s card, each limited to "
         "1/4 (25 % of the SMs, 11.2 GiB), which holds its need; measured on a test card: small inference services "
         "together served 2.50x the inferences of time-slicing under MPS (1.75x with equal limits); the limit follows "
-        "the need because an equal limit below it cut a heavier service to 0.375 of its throughput")
+        "the need because an equal limit below it cut a heavier service to 0.375 of its throughput without limits")
     # A T4 (15360 MiB) for 4 clients of 3600 MiB: 15360 / 4 = 3840 MiB = 3.75 GiB a client.
     assert "each limited to 1/4 (25 % of the SMs, 3.8 GiB)" in rules._mps(_inference(CATALOG["t4"], 3600.0))["why"]
     # Light neighbours are named, the busiest first.
@@ -128,8 +128,8 @@ def test_the_mps_refusal_names_every_heavy_neighbour_and_every_mig_server():
     heavy = _inference(L40S, 9576.0, neighbours=(("train", 0.9), ("tune", 0.6), ("chat", 0.3)))
     assert heavy.mps_refusal() == (
         "not MPS: it shared its card with train (p95 0.90 of the card), tune (p95 0.60 of the card); next to heavy "
-        "loops a light service kept 0.125 of its throughput under MPS without limits, and equal limits cut a heavier "
-        "service to 0.375 (measured on a test card)")
+        "loops a light service served 0.125x its time-sliced throughput under MPS without limits, and equal limits cut "
+        "a heavier service to 0.375 of its throughput without limits (measured on a test card)")
     mig = _inference(L40S, 9576.0, mig_nodes=("h200-01", "h200-02"))
     assert mig.mps_refusal() == (
         "not MPS: the cluster has MIG slices (on h200-01, h200-02), and the device plugin does not start MPS under the "
