@@ -178,3 +178,30 @@ def test_mps_is_proposed_only_where_every_run_measured_it_ahead(bench, tmp_path)
     # with the shipped H200 calibration (1.585, one run) the same services get MPS
     shipped = ua.advise(usage, _fleet_inventory(), check=False)
     assert next(s for s in shipped["services"] if s["name"] == "speech-to-text")["sharing"] == "mps"
+
+
+def test_the_benchmark_measures_every_mode_once_per_run(bench, tmp_path, monkeypatch):
+    """--runs 3 --device cpu with the client pools replaced by the runs above: each run's modes
+    are recorded under runs[i], none at the top, and the summary is the runs' medians."""
+    done = []
+
+    def mode(self, name, _description, _env, _cap_of, daemon):
+        del daemon
+        number = len(self.doc["runs"]) - 1
+        self.doc["modes"][name] = copy.deepcopy(RUNS[number]["modes"].get(name, {"cases": {}}))
+        done.append((number, name))
+        self.save()
+
+    def proportional(self, name, _env):
+        mode(self, name, None, None, None, True)
+
+    monkeypatch.setattr(bench.Benchmark, "mode", mode)
+    monkeypatch.setattr(bench.Benchmark, "proportional", proportional)
+    out = tmp_path / "cpu.json"
+    bench.Benchmark(bench.parse_args(["--out", str(out), "--device", "cpu"])).run()
+    written = json.loads(out.read_text())
+    assert [n for n, _m in done] == [0] * 4 + [1] * 4 + [2] * 4
+    assert "modes" not in written and written["complete"] and written["runs_done"] == 3
+    assert [sorted(r["modes"]) for r in written["runs"]] == [sorted(RUNS[0]["modes"])] * 3
+    assert written["summary"]["mps_vs_timeslice_small_inference_throughput"] == 1.6
+    assert written["spread"]["mps_vs_timeslice_small_inference_throughput"]["min"] == 1.55
