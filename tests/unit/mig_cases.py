@@ -9,3 +9,4 @@ GIB = 1024
 # Now: 2g.35gb at 0 (service a), 1g.18gb at 2 and 3 (service b's replicas), 3g.71gb at 4 spare.
 NOW = (("2g.35gb", 0, "a", 0), ("1g.18gb", 2, "b", 0), ("1g.18gb", 3, "b", 1), ("3g.71gb", 4, None, None))
 CUT = (("1g.18gb", 2), ("2g.35gb", 1), ("3g.71gb", 1))
+A100 = "a100-80gb"      # the other MIG model some of the tests mix in

@@ -15,6 +15,7 @@ import pytest
 
 import usage_synth
 from inventories import example_day as example_inventory
+from usage_cases import SMALL, advice_of, hourly_history, hours_up, speech_of, vllm_advice
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import usage_advisor as ua
 
 
@@ -32,10 +33,6 @@ def _seen_from(usage: ua.UsageData, pod_prefix: str, step: int) -> ua.UsageData:
     return usage
 
 
-def _speech(advice: dict) -> dict:
-    return next(s for s in advice["services"] if s["name"] == "speech-to-text")
-
-
 def test_exactly_min_days_of_history_is_enough():
     # 14 days x 288 samples, the first and the last present (vLLM is always up): 14.0 days, min_days exactly.
     advice = ua.advise(usage_synth.example_day(days=14), example_inventory(), check=False)
@@ -47,10 +44,10 @@ def test_a_service_seen_an_hour_short_of_min_days_still_counts():
     # of slack makes it 14. Seen from point 1741 (5 minutes less) it is short.
     days = 20
     assert days * STEPS_PER_DAY - 1740 == 14 * STEPS_PER_DAY - 12
-    enough = _speech(ua.advise(_seen_from(usage_synth.example_day(days=days), "speech-to-text", 1740),
+    enough = speech_of(ua.advise(_seen_from(usage_synth.example_day(days=days), "speech-to-text", 1740),
                                example_inventory(), check=False))
     assert enough["status"] != "not_enough_data", enough
-    short = _speech(ua.advise(_seen_from(usage_synth.example_day(days=days), "speech-to-text", 1741),
+    short = speech_of(ua.advise(_seen_from(usage_synth.example_day(days=days), "speech-to-text", 1741),
                               example_inventory(), check=False))
     assert short["status"] == "not_enough_data" and short["reason"].endswith("; needs 14"), short
 
@@ -68,14 +65,10 @@ def test_the_advice_says_what_it_read_and_with_which_settings():
     assert {s["name"]: s["team"] for s in advice["services"]} == teams
 
 
-def _advice(usage, inventory=None):
-    return ua.advise(usage, inventory or example_inventory(), check=False)
-
-
 def test_a_node_with_gaps_is_reported_with_its_share_missing():
     # gpu01 reports nothing strictly between day 3 and day 8 of 28: 5 x 288 - 1 = 1439 of 8064 grid points,
     # 0.1784 (18 %), more than max_gap (10 %).
-    advice = _advice(usage_synth.example_day(gap_node="gpu01"))
+    advice = advice_of(usage_synth.example_day(gap_node="gpu01"))
     assert advice["gaps"] == {"gpu01": 0.178}
     assert {s["reason"] for s in advice["services"]} == {"samples missing on gpu01 (18 %); the advisor allows 10 %"}
 
@@ -139,53 +132,12 @@ def test_an_invalid_inventory_is_refused_as_such():
         ua.advise(usage_synth.example_day(days=14), inventory, check=False)
 
 
-HOUR = 3600
-
-
-GIB = 1024.0
-
-
-VLLM_POD = "vllm-chat-6c9f7d8b5d-x2k9p"
-
-
-def _history(days: int, up=None, memory=8 * GIB, activity=0.1, anchor_up=None):
-    """``days`` of hourly grid points on gpu01: vllm-chat (production, declared serving) on GPU 0
-    where ``up``, holding ``memory`` MiB at ``activity``; classifier on GPU 1 where
-    ``anchor_up`` (default: wherever vllm-chat is), so that the node reports all along."""
-    b = usage_synth.Builder(days=days, step=HOUR)
-    up = np.ones(b.steps, dtype=bool) if up is None else up
-    anchor_up = up if anchor_up is None else anchor_up
-    b.pod("prod-serving", VLLM_POD, "ReplicaSet", "vllm-chat-6c9f7d8b5d", up=up)
-    b.device("gpu01", 0, "prod-serving", VLLM_POD, np.broadcast_to(memory, b.steps), np.full(b.steps, activity), up=up)
-    b.pod("prod-serving", "classifier-5f6d8c7b9-h7j3k", "ReplicaSet", "classifier-5f6d8c7b9", up=anchor_up)
-    b.device("gpu01", 1, "prod-serving", "classifier-5f6d8c7b9-h7j3k", np.full(b.steps, 2 * GIB),
-             np.full(b.steps, 0.1), up=anchor_up)
-    return b.usage()
-
-
-def _hours(days: int, start: int, stop: int):
-    mask = np.zeros(days * 24, dtype=bool)
-    mask[start:stop] = True
-    return mask
-
-
-def _vllm(usage, **settings) -> dict:
-    advice = ua.advise(usage, example_inventory(), settings=ua.Settings(**settings), check=False)
-    return next(s for s in advice["services"] if s["name"] == "vllm-chat"), advice
-
-
-# 8 GiB peak + 20 % headroom = 9.6 GiB at 0.1 of the card: the H200's smallest profile,
-# 1g.18gb (one of seven compute slices, 0.143), holds both. 24 GiB + 20 % = 28.8 GiB: 1g.35gb
-# (one compute slice, 35 GB). The halves print kind, status, sharing, profile and GPUs.
-SMALL = "serving ok mig 1g.18gb 1"
-
-
 def test_the_window_ends_at_the_last_sample_so_trailing_empty_grid_points_are_no_gap():
     # 15 days of grid, samples in the first 14 only (the exporter stopped a day before the query's
     # end). With max_gap 0, one grid point without a sample inside the window would be a gap; the
     # window is the 336 points from the first sample to the last, so none is.
-    usage = _history(15, up=_hours(15, 0, 14 * 24))
-    vllm, advice = _vllm(usage, max_gap=0.0)
+    usage = hourly_history(15, up=hours_up(15, 0, 14 * 24))
+    vllm, advice = vllm_advice(usage, max_gap=0.0)
     assert advice["gaps"] == {}
     assert advice["window"]["days"] == 14.0
     assert (vllm["status"], vllm["kind"], vllm["sharing"], vllm["mig_profile"]) == ("ok", "serving", "mig", "1g.18gb")
@@ -194,5 +146,5 @@ def test_the_window_ends_at_the_last_sample_so_trailing_empty_grid_points_are_no
 
 def test_a_node_missing_exactly_max_gap_is_no_gap():
     # Every point of the window has samples: 0 missing is not more than max_gap 0.
-    vllm, advice = _vllm(_history(14), max_gap=0.0)
+    vllm, advice = vllm_advice(hourly_history(14), max_gap=0.0)
     assert advice["gaps"] == {} and vllm["status"] == "ok"

@@ -11,24 +11,17 @@ import numpy as np
 
 import usage_synth
 from inventories import example_day as example_inventory
+from usage_cases import GIB, VLLM_POD, advice_of, hourly_history, hours_up, speech_of, vllm_advice
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import usage_advisor as ua
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import usage as usage_module
 
 
-def _speech(advice: dict) -> dict:
-    return next(s for s in advice["services"] if s["name"] == "speech-to-text")
-
-
-def _advice(usage, inventory=None):
-    return ua.advise(usage, inventory or example_inventory(), check=False)
-
-
 def test_each_service_carries_the_inventorys_entry_and_its_halves():
-    speech = _speech(_advice(usage_synth.example_day(change_after_day=14)))
+    speech = speech_of(advice_of(usage_synth.example_day(change_after_day=14)))
     # As in workloads.yml (replicas 1 and gpus 1 where it says none); speech-to-text's halves, kind and status first, no empty field.
     assert speech["status"] == "unstable"
     assert all(h.split()[:3] == ["serving", "ok", "mig"] and "None" not in h for h in speech["halves"]), speech["halves"]
-    declared = {s["name"]: s["declared"] for s in _advice(usage_synth.example_day(days=14))["services"]}
+    declared = {s["name"]: s["declared"] for s in advice_of(usage_synth.example_day(days=14))["services"]}
     assert declared["notebooks"] == {"kind": "notebook", "sharing": "timeslice", "replicas": 5, "gpus": 1}
     assert declared["fine-tune"] == {"kind": "training", "sharing": "whole", "replicas": 1, "gpus": 2, "memory_gib": 240}
 
@@ -38,14 +31,14 @@ def test_a_service_in_another_teams_namespace_is_noted_and_one_in_no_teams_is_re
     for w in inventory["gpushare_workloads"]:
         if w["name"] == "vllm-chat":
             w["team"] = "data-science"       # its pods run in prod-serving, production's namespace
-    assert _advice(usage_synth.example_day(days=14), inventory)["notes"] == \
+    assert advice_of(usage_synth.example_day(days=14), inventory)["notes"] == \
         ["service vllm-chat runs in namespace prod-serving (team production) but the inventory gives it to team "
          "data-science"]
     usage = usage_synth.example_day(days=14)
     for s in usage.series:
         if s.namespace == "training":
             s.namespace = "somebody-else"
-    stray = [s for s in _advice(usage)["services"] if s["namespace"] == "somebody-else"]
+    stray = [s for s in advice_of(usage)["services"] if s["namespace"] == "somebody-else"]
     assert stray and {(s["status"], s["reason"]) for s in stray} == \
         {("unknown_namespace", "namespace somebody-else belongs to no team of gpushare_teams")}
 
@@ -53,7 +46,7 @@ def test_a_service_in_another_teams_namespace_is_noted_and_one_in_no_teams_is_re
 def test_a_row_of_pods_that_match_no_workload_names_their_namespace():
     # real_cluster_day's JupyterHub runs its users' pods in data-science, under no workload's name.
     usage, _truth = usage_synth.real_cluster_day()
-    rows = {u["name"]: u for u in _advice(usage)["unmatched"]}
+    rows = {u["name"]: u for u in advice_of(usage)["unmatched"]}
     assert rows["jupyter"]["namespace"] == "data-science"
 
 
@@ -277,50 +270,15 @@ def test_renamed_workloads_and_pods_without_owners():
     _check_a_name_is_proposed_once(renamed)
 
 
-HOUR = 3600
-
-
-GIB = 1024.0
-
-
-VLLM_POD = "vllm-chat-6c9f7d8b5d-x2k9p"
-
-
-def _history(days: int, up=None, memory=8 * GIB, activity=0.1, anchor_up=None):
-    """``days`` of hourly grid points on gpu01: vllm-chat (production, declared serving) on GPU 0
-    where ``up``, holding ``memory`` MiB at ``activity``; classifier on GPU 1 where
-    ``anchor_up`` (default: wherever vllm-chat is), so that the node reports all along."""
-    b = usage_synth.Builder(days=days, step=HOUR)
-    up = np.ones(b.steps, dtype=bool) if up is None else up
-    anchor_up = up if anchor_up is None else anchor_up
-    b.pod("prod-serving", VLLM_POD, "ReplicaSet", "vllm-chat-6c9f7d8b5d", up=up)
-    b.device("gpu01", 0, "prod-serving", VLLM_POD, np.broadcast_to(memory, b.steps), np.full(b.steps, activity), up=up)
-    b.pod("prod-serving", "classifier-5f6d8c7b9-h7j3k", "ReplicaSet", "classifier-5f6d8c7b9", up=anchor_up)
-    b.device("gpu01", 1, "prod-serving", "classifier-5f6d8c7b9-h7j3k", np.full(b.steps, 2 * GIB),
-             np.full(b.steps, 0.1), up=anchor_up)
-    return b.usage()
-
-
-def _hours(days: int, start: int, stop: int):
-    mask = np.zeros(days * 24, dtype=bool)
-    mask[start:stop] = True
-    return mask
-
-
-def _vllm(usage, **settings) -> dict:
-    advice = ua.advise(usage, example_inventory(), settings=ua.Settings(**settings), check=False)
-    return next(s for s in advice["services"] if s["name"] == "vllm-chat"), advice
-
-
 def test_a_series_with_no_memory_or_activity_sample_is_no_service():
     # vllm-chat's only series holds FB_FREE alone (dcgm-exporter's counters without FB_USED and
     # activity for it): nothing says its pod was there, so vllm-chat is seen in no pod. (This
     # crashed the advisor with numpy's "need at least one array to concatenate".)
-    usage = _history(14)
+    usage = hourly_history(14)
     usage.series[0].fb_used = None
     usage.series[0].active = None
     usage.series[0].fb_free = np.full(usage.steps, 100.0 * GIB)
-    vllm, advice = _vllm(usage)
+    vllm, advice = vllm_advice(usage)
     assert (vllm["status"], vllm["namespace"], vllm["identity"]) == ("no_data", None, {"rule": "name", "pods": 0})
     assert [s["name"] for s in advice["services"] if s["status"] == "ok"] == ["classifier"]
 
@@ -338,8 +296,8 @@ def test_a_group_like_a_no_data_notebook_whose_pods_no_owner_lists_gets_a_name_p
     # lab-0 in data-science: a GPU series, but kube-state-metrics never listed the pod, seen for
     # 2 of 14 days (not enough data, so no kind). notebooks (data-science) is seen in no pod: the
     # group looks like it and is suggested by namespace, no owner and its name prefix.
-    usage = _history(14)
-    _stray(usage, "data-science", "lab-0", up=_hours(14, 0, 48))
+    usage = hourly_history(14)
+    _stray(usage, "data-science", "lab-0", up=hours_up(14, 0, 48))
     advice = ua.advise(usage, example_inventory(), check=False)
     row = next(r for r in advice["unmatched"] if r["namespace"] == "data-science")
     assert (row["name"], row["duplicates"]) == ("lab-0", "notebooks")
@@ -351,7 +309,7 @@ def test_a_group_whose_name_is_no_workload_name_is_proposed_under_its_rewritten_
     # A Deployment llama.cpp-server of team training (dots are allowed in its name, not in a
     # workload's), up all along: a serving service, and training's only no-data workload,
     # fine-tune, is of another kind, so it is proposed.
-    usage = _history(14)
+    usage = hourly_history(14)
     _stray(usage, "training", "llama.cpp-server-6b7c8d9f5-abcde", ("ReplicaSet", "llama.cpp-server-6b7c8d9f5"))
     advice = ua.advise(usage, example_inventory(), check=False)
     row = next(r for r in advice["unmatched"] if r["namespace"] == "training")
@@ -361,7 +319,7 @@ def test_a_group_whose_name_is_no_workload_name_is_proposed_under_its_rewritten_
 def test_a_group_whose_rewritten_name_is_a_workload_is_not_proposed_and_says_which():
     # A Deployment vllm.chat: not vllm-chat's by name (no controller named vllm-chat or
     # vllm-chat-...), but its workload name would be vllm-chat, which the inventory has.
-    usage = _history(14)
+    usage = hourly_history(14)
     _stray(usage, "prod-serving", "vllm.chat-6b7c8d9f5-abcde", ("ReplicaSet", "vllm.chat-6b7c8d9f5"))
     advice = ua.advise(usage, example_inventory(), check=False)
     row = next(r for r in advice["unmatched"] if r["namespace"] == "prod-serving")
@@ -395,7 +353,7 @@ def test_owner_rows_without_a_namespace_or_a_pod_are_left_out():
 def test_a_series_with_a_namespace_and_no_pod_is_a_device_without_a_pod():
     # gpu02's GPU 0 reported under a namespace but no pod (the exporter attributed it half-way):
     # no pod, no service; noted as a device with samples but no pod.
-    usage = _history(14)
+    usage = hourly_history(14)
     _stray(usage, "prod-serving", None)
     advice = ua.advise(usage, example_inventory(), check=False)
     assert [s["name"] for s in advice["services"] if s["status"] == "ok"] == ["classifier", "vllm-chat"]

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pytest
 
-from mig_cases import CUT, GIB, H200, NOW
+from mig_cases import A100, CUT, GIB, H200, NOW
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.mig_planner import (
     MigCandidate, MigDemand, MigSolve, plan_mig)
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.mig_planner import (
@@ -293,9 +293,6 @@ def test_a_replica_only_an_uncut_profile_could_hold_on_fixed_gpus_is_hopeless():
         plan_mig([MigDemand("x", "t", 0, 30 * GIB, ("a100-80gb",))],
                  [MigCandidate("n1", 0, "a100-80gb", True, "t", (("1g.10gb", 7),))], True)
     assert str(raised.value).startswith("no GPU that may be cut with MIG has a slice that holds these replicas:")
-
-
-A100 = "a100-80gb"
 
 
 SPARE = (None, None)

@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import pytest
 
-from mig_cases import CUT, GIB, H200, NOW
+from mig_cases import A100, CUT, GIB, H200, NOW
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import mig_planner
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.mig_planner import MigCandidate, MigDemand
 
-A100 = "a100-80gb"
 MEMORY = {"1g.18gb": 16384, "1g.35gb": 33024, "2g.35gb": 33024, "3g.71gb": 71168, "4g.71gb": 71168,
           "7g.141gb": 143104}
 

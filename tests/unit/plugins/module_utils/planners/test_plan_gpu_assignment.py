@@ -16,6 +16,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors 
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import load_inventory
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import plan
 from inventories import ROOT, load_dir, load_example
+from plan_cases import embeddings_entry, pinned_to_the_whole_card, plan_problems
 
 
 def test_unowned_whole_gpus_go_one_at_a_time_to_the_team_shortest_of_gpus():
@@ -34,29 +35,14 @@ def test_unowned_whole_gpus_go_one_at_a_time_to_the_team_shortest_of_gpus():
         0: "production", 1: "production", 2: "training", 3: "production"}
 
 
-def _pinned_to_the_whole_card(neighbour_mode):
-    variables = load_example("four-gpu-server")
-    gpus = variables["gpushare_nodes"]["gpu01"]["gpus"]
-    gpus[1]["mode"] = "auto"
-    gpus[2] = {"index": 2, "mode": neighbour_mode, "team": "data-science",
-               **({"replicas": 5} if neighbour_mode == "timeslice" else {})}
-    # embeddings alone on MIG, pinned to the whole-card instance (the notebooks only where a card is sliced).
-    dropped = ("classifier", "speech-to-text") + (() if neighbour_mode == "timeslice" else ("notebooks",))
-    variables["gpushare_workloads"] = [w for w in variables["gpushare_workloads"] if w["name"] not in dropped]
-    for w in variables["gpushare_workloads"]:
-        if w["name"] == "embeddings":
-            w["mig_profile"] = "7g.141gb"
-    return variables
-
-
 def test_an_auto_gpu_never_gets_the_full_instance_a_neighbour_time_slices():
     # GPU 2 is time-sliced through a 7g.141gb instance: the device plugin time-slices by resource name
     # (k8s-device-plugin README), so a 7g.141gb on the auto GPU 1 would be time-sliced as well: refused.
     with pytest.raises(PlanInvalid) as refused:
-        plan.build_plan(_pinned_to_the_whole_card("timeslice"))
+        plan.build_plan(pinned_to_the_whole_card("timeslice"))
     assert "embeddings" in str(refused.value)
     # The same pin with a whole neighbour: the auto GPU is cut into the one 7g.141gb instance.
-    planned = plan.build_plan(_pinned_to_the_whole_card("whole"))
+    planned = plan.build_plan(pinned_to_the_whole_card("whole"))
     assert next(g for g in planned["nodes"][0]["gpus"] if g["index"] == 1)["mig"]["profiles"] == {"7g.141gb": 1}
 
 
@@ -131,18 +117,6 @@ def test_the_plan_reports_how_the_mig_layout_was_solved():
 
 # --------------------------------------------------------------------------- which GPUs may carry a MIG slice
 
-def _problems(variables) -> dict:
-    """path -> problem; each says what is allowed and what to do (the project's rule for errors)."""
-    with pytest.raises(PlanInvalid) as refused:
-        plan.build_plan(variables)
-    for p in refused.value.problems:
-        assert p.allowed and p.hint, p
-    return {p.path: p for p in refused.value.problems}
-
-
-def _embeddings(variables) -> tuple[int, dict]:
-    return next((i, w) for i, w in enumerate(variables["gpushare_workloads"]) if w["name"] == "embeddings")
-
 
 def test_auto_gpus_of_a_dra_server_are_never_cut():
     # The DRA driver serves the server's GPUs whole (docs/dra.md), so its auto GPUs are no MIG candidates.
@@ -154,7 +128,7 @@ def test_auto_gpus_of_a_dra_server_are_never_cut():
     variables["gpushare_nodes"]["gpu02"] = {"gpu_model": "h200", "gpu_count": 1, "cpus": 192, "memory_gib": 2048,
                                             "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}
     variables["gpushare_workloads"] = [w for w in variables["gpushare_workloads"] if w["name"] == "embeddings"]
-    p = _problems(variables)["gpushare_workloads[0].sharing"]
+    p = plan_problems(variables)["gpushare_workloads[0].sharing"]
     assert "gpu01 GPU 1 (auto, dra: true)" in p.allowed
 
 
@@ -195,10 +169,10 @@ def test_what_the_mixed_fleets_nodes_are_configured_with():
 
 
 def test_a_declared_mig_gpu_never_gets_the_full_instance_a_neighbour_time_slices():
-    variables = _pinned_to_the_whole_card("timeslice")
+    variables = pinned_to_the_whole_card("timeslice")
     variables["gpushare_nodes"]["gpu01"]["gpus"][1] = {"index": 1, "mode": "mig", "team": "production"}
-    index = _embeddings(variables)[0]
-    assert "gpushare_workloads[%d].sharing" % index in _problems(variables)
+    index = embeddings_entry(variables)[0]
+    assert "gpushare_workloads[%d].sharing" % index in plan_problems(variables)
 
 
 def test_an_auto_gpus_team_owns_its_spare_slices():

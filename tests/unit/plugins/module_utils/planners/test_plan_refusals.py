@@ -14,43 +14,17 @@ import pytest
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import plan
 from inventories import ROOT, load_dir, load_example
-
-
-def _pinned_to_the_whole_card(neighbour_mode):
-    variables = load_example("four-gpu-server")
-    gpus = variables["gpushare_nodes"]["gpu01"]["gpus"]
-    gpus[1]["mode"] = "auto"
-    gpus[2] = {"index": 2, "mode": neighbour_mode, "team": "data-science",
-               **({"replicas": 5} if neighbour_mode == "timeslice" else {})}
-    # embeddings alone on MIG, pinned to the whole-card instance (the notebooks only where a card is sliced).
-    dropped = ("classifier", "speech-to-text") + (() if neighbour_mode == "timeslice" else ("notebooks",))
-    variables["gpushare_workloads"] = [w for w in variables["gpushare_workloads"] if w["name"] not in dropped]
-    for w in variables["gpushare_workloads"]:
-        if w["name"] == "embeddings":
-            w["mig_profile"] = "7g.141gb"
-    return variables
+from plan_cases import embeddings_entry, pinned_to_the_whole_card, plan_problems
 
 
 # --------------------------------------------------------------------------- which GPUs may carry a MIG slice
-
-def _problems(variables) -> dict:
-    """path -> problem; each says what is allowed and what to do (the project's rule for errors)."""
-    with pytest.raises(PlanInvalid) as refused:
-        plan.build_plan(variables)
-    for p in refused.value.problems:
-        assert p.allowed and p.hint, p
-    return {p.path: p for p in refused.value.problems}
-
-
-def _embeddings(variables) -> tuple[int, dict]:
-    return next((i, w) for i, w in enumerate(variables["gpushare_workloads"]) if w["name"] == "embeddings")
 
 
 def test_a_service_pinned_to_a_profile_of_a_fixed_layout_gets_it_and_to_another_profile_is_refused():
     # GPU 1 is the example's only MIG GPU; its layout fixed as the example's comment suggests.
     variables = load_example("four-gpu-server")
     variables["gpushare_nodes"]["gpu01"]["gpus"][1]["mig_layout"] = {"3g.71gb": 1, "2g.35gb": 1, "1g.18gb": 2}
-    index, embeddings = _embeddings(variables)
+    index, embeddings = embeddings_entry(variables)
     embeddings["mig_profile"] = "3g.71gb"
     planned = plan.build_plan(variables)
     assert [s["profile"] for s in next(w for w in planned["workloads"] if w["name"] == "embeddings")["slices"]] == [
@@ -58,23 +32,23 @@ def test_a_service_pinned_to_a_profile_of_a_fixed_layout_gets_it_and_to_another_
     # 4g.71gb is not in the fixed layout and no other GPU may be cut: the service is refused as
     # having no GPU (at its sharing), not as a shortfall of the whole MIG programme.
     embeddings["mig_profile"] = "4g.71gb"
-    p = _problems(variables)["gpushare_workloads[%d].sharing" % index]
+    p = plan_problems(variables)["gpushare_workloads[%d].sharing" % index]
     assert "service embeddings needs a MIG slice 4g.71gb, but no h200-141gb GPU may be cut with MIG" in p.message
 
 
 def test_a_service_pinned_to_the_full_instance_a_neighbour_time_slices_has_no_gpu():
-    variables = _pinned_to_the_whole_card("timeslice")
-    index = _embeddings(variables)[0]
-    p = _problems(variables)["gpushare_workloads[%d].sharing" % index]
+    variables = pinned_to_the_whole_card("timeslice")
+    index = embeddings_entry(variables)[0]
+    p = plan_problems(variables)["gpushare_workloads[%d].sharing" % index]
     assert "gpu01 GPU 1 (auto)" in p.allowed
 
 
 def test_a_service_pinned_to_a_model_with_no_gpu_that_may_be_cut_is_refused_at_its_gpu_model():
     variables = load_example("four-gpu-server")
     variables["gpushare_nodes"]["gpu01"]["gpus"][1] = {"index": 1, "mode": "whole", "team": "production"}
-    index, embeddings = _embeddings(variables)
+    index, embeddings = embeddings_entry(variables)
     embeddings.update(gpu_model="h200", mig_profile="3g.71gb")
-    p = _problems(variables)["gpushare_workloads[%d].gpu_model" % index]
+    p = plan_problems(variables)["gpushare_workloads[%d].gpu_model" % index]
     assert p.message == "service embeddings needs a MIG slice 3g.71gb, but no h200-141gb GPU may be cut with MIG"
     assert p.value == "h200-141gb"
     assert p.allowed == ("GPUs that could become MIG GPUs: gpu01 GPU 0 (whole), gpu01 GPU 1 (whole), "
@@ -86,8 +60,8 @@ def test_a_service_on_any_model_names_every_mig_model_of_the_fleet():
     variables["gpushare_nodes"]["gpu01"]["gpus"][1] = {"index": 1, "mode": "whole", "team": "production"}
     variables["gpushare_nodes"]["a100"] = {"gpu_model": "a100-80gb", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
                                            "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}
-    index = _embeddings(variables)[0]
-    p = _problems(variables)["gpushare_workloads[%d].sharing" % index]
+    index = embeddings_entry(variables)[0]
+    p = plan_problems(variables)["gpushare_workloads[%d].sharing" % index]
     assert p.message == "service embeddings needs a MIG slice, but no a100-80gb or h200-141gb GPU may be cut with MIG"
     assert p.value == "mig" and "a100 GPU 0 (whole)" in p.allowed
 
@@ -99,7 +73,7 @@ def test_a_pod_wider_than_any_server_is_refused_with_the_widest():
     variables["gpushare_workloads"].append(
         {"name": "wide", "team": "training", "kind": "training", "sharing": "whole", "gpus": 3})
     # gpu01 keeps GPUs 0 and 3 whole (1 is cut, 2 time-sliced): 2 whole GPUs on the widest server.
-    p = _problems(variables)["gpushare_workloads[%d].gpus" % (len(variables["gpushare_workloads"]) - 1)]
+    p = plan_problems(variables)["gpushare_workloads[%d].gpus" % (len(variables["gpushare_workloads"]) - 1)]
     assert p.message == "needs 3 whole GPUs on one server; the most any server has is 2"
     assert (p.value, p.allowed) == (3, "at most 2")
 
@@ -110,7 +84,7 @@ def test_a_pod_pinned_to_a_model_counts_only_that_models_servers():
                                            "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}
     variables["gpushare_workloads"].append({"name": "pair", "team": "training", "kind": "training", "sharing": "whole",
                                             "gpus": 2, "gpu_model": "a100-80gb"})
-    p = _problems(variables)["gpushare_workloads[%d].gpus" % (len(variables["gpushare_workloads"]) - 1)]
+    p = plan_problems(variables)["gpushare_workloads[%d].gpus" % (len(variables["gpushare_workloads"]) - 1)]
     assert p.message == "needs 2 whole GPUs on one server; the most any server has is 1"
 
 
@@ -118,7 +92,7 @@ def test_a_dra_workload_without_a_dra_server_has_none_wide_enough():
     variables = load_example("four-gpu-server")
     variables["gpushare_workloads"].append({"name": "by-attributes", "team": "training", "kind": "training",
                                             "sharing": "dra"})
-    found = _problems(variables)
+    found = plan_problems(variables)
     p = found["gpushare_workloads[%d].gpus" % (len(variables["gpushare_workloads"]) - 1)]
     assert p.message == "needs 1 whole GPUs on one server; the most any DRA server has is 0"
     assert "gpushare_workloads" in found   # and no server has dra: true
@@ -128,7 +102,7 @@ def test_a_dra_workload_asking_for_more_memory_than_any_dra_gpu_has():
     variables = load_example("mixed-fleet")
     index, w = next((i, w) for i, w in enumerate(variables["gpushare_workloads"]) if w["name"] == "long-context-eval")
     w["device_request"]["min_memory_gib"] = 200
-    p = _problems(variables)["gpushare_workloads[%d].device_request.min_memory_gib" % index]
+    p = plan_problems(variables)["gpushare_workloads[%d].device_request.min_memory_gib" % index]
     # The DRA server's H200 reports 143771 MiB (nvidia-smi; docs/gpu-facts.md): 143771 / 1024 = 140.40 GiB.
     assert p.message == "no GPU on a DRA node has that much memory (largest: 143771 MiB)"
     assert (p.value, p.allowed) == (200, "at most 140.4")
@@ -139,7 +113,7 @@ def test_mps_beside_a_mig_gpu_is_refused_with_the_value_and_what_is_allowed():
     variables["gpushare_nodes"]["gpu01"] = {"gpu_model": "h200", "gpu_count": 1, "cpus": 192, "memory_gib": 2048,
                                             "gpus": [{"index": 0, "mode": "mig", "team": "mps-inference",
                                                       "mig_layout": {"7g.141gb": 1}}]}
-    p = _problems(variables)["hostvars[mps-l40s-01].gpushare_node.gpus"]
+    p = plan_problems(variables)["hostvars[mps-l40s-01].gpushare_node.gpus"]
     assert p.message.startswith("MPS cannot run in a cluster with MIG slices (on gpu01)")
     assert (p.value, p.allowed) == ("mps", "MPS where no GPU of the cluster is cut by MIG (in every window too)")
 
@@ -148,9 +122,9 @@ def test_a_service_pinned_to_a_model_whose_gpus_stay_whole_is_refused_although_a
     variables = load_example("four-gpu-server")
     variables["gpushare_nodes"]["a100"] = {"gpu_model": "a100-80gb", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
                                            "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}
-    index, embeddings = _embeddings(variables)
+    index, embeddings = embeddings_entry(variables)
     embeddings["gpu_model"] = "a100-80gb"      # gpu01's GPU 1 is cut, but it is an H200
-    p = _problems(variables)["gpushare_workloads[%d].gpu_model" % index]
+    p = plan_problems(variables)["gpushare_workloads[%d].gpu_model" % index]
     assert p.message == "service embeddings needs a MIG slice, but no a100-80gb GPU may be cut with MIG"
 
 
@@ -188,7 +162,7 @@ def _pin_services(variables, **pin):
 def test_every_service_pinned_to_a_card_without_mig_is_reported():
     variables = _fleet_with_a100_and_l40s()
     pinned = _pin_services(variables, gpu_model="l40s")
-    found = _problems(variables)
+    found = plan_problems(variables)
     for i, w in pinned:
         p = found["gpushare_workloads[%d].gpu_model" % i]
         assert p.message == "l40s has no MIG, and service %s needs a MIG slice" % w["name"]
@@ -198,7 +172,7 @@ def test_every_service_pinned_to_a_card_without_mig_is_reported():
 def test_every_service_pinned_to_a_profile_no_model_has_is_reported():
     variables = _fleet_with_a100_and_l40s()
     pinned = _pin_services(variables, mig_profile="5g.99gb")
-    found = _problems(variables)
+    found = plan_problems(variables)
     # The profiles of the MIG User Guide's A100 80GB and H200 tables, sorted.
     profiles = ("1g.10gb, 1g.10gb+me, 1g.18gb, 1g.18gb+me, 1g.20gb, 1g.35gb, 2g.20gb, 2g.35gb, 3g.40gb, 3g.71gb, "
                 "4g.40gb, 4g.71gb, 7g.141gb, 7g.80gb")
@@ -212,15 +186,15 @@ def test_every_mig_service_of_a_fleet_without_mig_is_reported():
     variables = load_example("four-gpu-server")
     variables["gpushare_nodes"] = {"l40s": {"gpu_model": "l40s", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
                                             "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}}
-    found = _problems(variables)
+    found = plan_problems(variables)
     for i, _w in _services_indexed(variables, "embeddings", "classifier", "speech-to-text"):
         p = found["gpushare_workloads[%d].sharing" % i]
         assert p.message == "needs a MIG-capable GPU, and the inventory has none"
         assert (p.value, p.allowed) == ("mig", "whole, timeslice") and p.hint
     # Pinned to the L40S itself: no MIG-capable model to suggest.
-    _i, embeddings = _embeddings(variables)
+    _i, embeddings = embeddings_entry(variables)
     embeddings["gpu_model"] = "l40s"
-    p = _problems(variables)["gpushare_workloads[%d].gpu_model" % _i]
+    p = plan_problems(variables)["gpushare_workloads[%d].gpu_model" % _i]
     assert p.allowed == "a MIG-capable model of the fleet: none"
 
 
@@ -231,16 +205,16 @@ def test_a_problem_inside_a_window_keeps_its_value():
     variables["gpushare_workloads"] = []
     variables["gpushare_nodes"] = {"l40s": {"gpu_model": "l40s", "gpu_count": 1, "cpus": 64, "memory_gib": 512,
                                             "gpus": gpus}}
-    p = _problems(variables)["hostvars[l40s].gpushare_node.gpus[0].schedule[0].mode"]
+    p = plan_problems(variables)["hostvars[l40s].gpushare_node.gpus[0].schedule[0].mode"]
     assert p.message.startswith("inside sharing window day: ") and p.value == "mig"
 
 
 def test_more_mig_services_than_the_mig_gpus_hold_is_one_problem_of_the_workloads():
     variables = load_example("four-gpu-server")
-    _i, embeddings = _embeddings(variables)
+    _i, embeddings = embeddings_entry(variables)
     # 8 replicas of 12 GiB need 8 instances of at least one compute slice each: an H200 has 7.
     embeddings["replicas"] = 8
-    p = _problems(variables)["gpushare_workloads"]
+    p = plan_problems(variables)["gpushare_workloads"]
     assert p.allowed == "MIG services that fit the MIG and auto GPUs" and p.hint
 
 
@@ -250,7 +224,7 @@ def test_proportional_cpu_and_memory_quota_needs_every_servers_cpus_and_memory()
     del variables["gpushare_nodes"]["gpu01"]["cpus"]
     variables["gpushare_nodes"]["gpu02"] = {"gpu_model": "h200", "gpu_count": 1, "cpus": 192,
                                             "gpus": [{"index": 0, "mode": "whole", "team": "training"}]}
-    found = _problems(variables)
+    found = plan_problems(variables)
     p = found["hostvars[gpu01].gpushare_node.cpus"]
     assert p.message == "is required when gpushare_policy.cpu_memory_quota is proportional"
     assert p.allowed == "the server's CPU count"
@@ -265,7 +239,7 @@ def test_a_team_that_does_not_borrow_is_checked_per_pinned_model_too():
                                            "gpus": [{"index": 0, "mode": "whole", "team": "production"}]}
     variables["gpushare_workloads"] = [{"name": "vllm-chat", "team": "production", "kind": "serving",
                                         "sharing": "whole", "replicas": 2, "gpu_model": "a100-80gb"}]
-    p = _problems(variables)["gpushare_teams[0]"]
+    p = plan_problems(variables)["gpushare_teams[0]"]
     assert p.message == ("team production's workloads want 2 whole GPUs on a100-80gb but it owns 1 and does not "
                          "borrow (borrow: false)")
 
@@ -279,7 +253,7 @@ def test_dra_memory_exactly_the_largest_dra_gpus_is_enough_and_more_is_refused()
     w["device_request"]["min_memory_gib"] = 143771 / 1024
     assert plan.build_plan(variables)["workloads"]
     w["device_request"]["min_memory_gib"] = 140.41        # 140.41 x 1024 = 143779.84 MiB > 143771
-    p = _problems(variables)["gpushare_workloads[%d].device_request.min_memory_gib" % index]
+    p = plan_problems(variables)["gpushare_workloads[%d].device_request.min_memory_gib" % index]
     assert (p.message, p.value, p.allowed) == (
         "no GPU on a DRA node has that much memory (largest: 143771 MiB)", 140.41, "at most 140.4")
 
@@ -288,7 +262,7 @@ def test_dra_workloads_on_a_fleet_without_a_dra_server_are_named():
     variables = load_example("four-gpu-server")
     variables["gpushare_workloads"].append({"name": "eval", "team": "training", "kind": "batch",
                                             "device_request": {"min_memory_gib": 10}})
-    problems = _problems(variables)
+    problems = plan_problems(variables)
     none = problems["gpushare_workloads"]
     assert (none.message, none.value, none.allowed, none.hint) == (
         "a workload asks for a GPU by attributes (DRA) but no server has dra: true", ["eval"],
@@ -304,7 +278,7 @@ def test_time_sliced_replicas_of_all_workloads_add_up_against_the_time_sliced_gp
     variables["gpushare_workloads"].append({"name": "sweeps", "team": "data-science", "kind": "batch",
                                             "sharing": "timeslice", "replicas": 3})
     # GPU 2 gives 5 replicas; the notebooks want 5 and the sweeps 3: 8 > 5.
-    p = _problems(variables)["gpushare_workloads"]
+    p = plan_problems(variables)["gpushare_workloads"]
     assert (p.message, p.value, p.allowed, p.hint) == (
         "8 timeslice replicas are wanted but the timeslice GPUs provide 5", 8, "at most 5",
         "Add GPUs with mode timeslice or raise their replicas")
@@ -316,5 +290,5 @@ def test_a_lending_limit_may_equal_the_whole_gpus_the_team_owns_but_not_exceed_t
     production["lending_limit"] = 1         # production owns one whole GPU (0); GPU 1 is MIG
     assert plan.build_plan(variables)["teams"]
     production["lending_limit"] = 2
-    p = _problems(variables)["gpushare_teams[0].lending_limit"]
+    p = plan_problems(variables)["gpushare_teams[0].lending_limit"]
     assert (p.value, p.allowed) == (2, "0..1")
