@@ -17,7 +17,7 @@ import os
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import mig_planner
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import (
-    APPLIED_PLAN, PLAN_FILE, change_lines)
+    APPLIED_PLAN, PLAN_FILE, change_lines, has_changes)
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import against as previous_against
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import (
     render_manifests, render_report, render_svg, render_teams)
@@ -62,8 +62,12 @@ def plan_files(plan: dict, changes: dict, gpu_operator_namespace: str = names.GP
 
 
 def changes_json(changes: dict) -> str:
-    """changes.json: what the plan changes against the applied plan (``against`` names it)."""
-    return json.dumps({k: v for k, v in changes.items() if k != "known_labels"}, indent=2) + "\n"
+    """changes.json: what the plan changes against the applied plan (``against`` names it).
+    With nothing to list (a first plan, or the applied plan again) the same short text, so a
+    second run of an unchanged inventory writes nothing."""
+    if not (changes["previous"] and has_changes(changes)):
+        return json.dumps({"pending": False}, indent=2) + "\n"
+    return json.dumps(dict({k: v for k, v in changes.items() if k != "known_labels"}, pending=True), indent=2) + "\n"
 
 
 def _baseline(changes: dict) -> list[dict]:
@@ -73,6 +77,8 @@ def _baseline(changes: dict) -> list[dict]:
     replaces it, and kept only if it is still the text the changes were made against."""
     against = changes.get("against") or {}
     path = against.get("file")
+    if not has_changes(changes):
+        return []       # nothing pending: the next run reads the same plan.json
     if not path or os.path.basename(path) != PLAN_FILE or os.path.exists(os.path.join(os.path.dirname(path), APPLIED_PLAN)):
         return []       # read from the applied plan, or one is recorded: never replaced here
     try:

@@ -151,14 +151,14 @@ def switch_lines(plan: dict) -> list[str]:
 
 def changes_markdown(changes: dict) -> str:
     """changes.md: what the plan changes against the applied plan, per team, not applied yet."""
-    if not changes["previous"]:
-        return "# Changes\n\nFirst plan of this cluster: no applied plan to compare with.\n"
+    if not (changes["previous"] and has_changes(changes)):
+        # The same text for a first plan and for the applied plan again: a rerun writes nothing.
+        return ("# Changes not applied yet\n\nNone to list: this is the first plan (everything is new), or the plan "
+                "the cluster runs (plan.yml's summary says which).\n")
     a = changes["against"] or {}
     out = ["# Changes not applied yet", "",
            "Against `%s` (sha256 `%s`), replan: %s. They stay listed, run after run, until site.yml applies "
            "this plan." % (a.get("file"), a.get("sha256"), changes["replan"]), ""]
-    if not has_changes(changes):
-        return "\n".join(out + ["None: the plan is the applied one.", ""])
     out += ["## GPUs", ""]
     if changes["gpus"]:
         out += ["Each re-cut GPU: %s." % RECUT_STEPS, "", "| GPU | now | planned | team | re-cut |", "|---|---|---|---|---|"]

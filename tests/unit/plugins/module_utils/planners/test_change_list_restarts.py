@@ -29,6 +29,7 @@ import yaml
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan, plan_and_changes
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.plan_files import changes_json
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.render_teams import team_files
 from inventories import example_day
 
@@ -124,8 +125,10 @@ def listed(changes: dict) -> tuple[set, set, set]:
 
 def check(variables: dict, previous_text: str) -> dict:
     plan, changes = plan_and_changes(variables, previous_text)
-    # changes.json is what is checked: the file's text, read back.
-    written = json.loads(json.dumps({k: v for k, v in changes.items() if k != "known_labels"}))
+    # changes.json is what is checked: the file's text, read back ({"pending": false} when empty).
+    written = json.loads(changes_json(changes))
+    if not written["pending"]:
+        written = {"restarts": [], "started": [], "ended": [], "repartitioned": []}
     assert listed(written) == oracle(json.loads(previous_text), plan)
     recut = {"%s GPU %d" % k for k, v in gpu_cuts(json.loads(previous_text)).items()
              if k in gpu_cuts(plan) and gpu_cuts(plan)[k] != v}
