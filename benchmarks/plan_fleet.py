@@ -2,8 +2,12 @@
 
 Reports wall time and peak memory of build_plan (validation, MIG programme, sharing, Kueue
 objects, DRA claims) plus rendering. Target on 2 cores: under 5 s and 500 MB.
+With --inventory DIR it writes the fleet as an Ansible inventory instead (hosts.yml,
+group_vars/all, one host_vars file per server), for playbooks/plan.yml (replan_fleet.py
+--playbook times that).
 
     make venv collection-link && .venv/bin/python benchmarks/plan_fleet.py [--nodes 1000] [--services 20000]
+    .venv/bin/python benchmarks/plan_fleet.py --inventory build/fleet-1000
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ TEAMS = ["production", "inference", "research", "data-science", "training"]
 def fleet(nodes: int, services: int, seed: int = 7) -> dict:
     rng = random.Random(seed)
     teams = [{"name": t, "namespaces": [t, t + "-dev"], "production": t == "production",
-              "priority": 1000 - 100 * i, "borrow": t != "production"} for i, t in enumerate(TEAMS)]
+              "priority": 1000 - 100 * i, "borrow": True} for i, t in enumerate(TEAMS)]
     hosts = {}
     for n in range(nodes):
         model = MODELS[n % len(MODELS)]
@@ -59,12 +63,36 @@ def fleet(nodes: int, services: int, seed: int = 7) -> dict:
             "gpushare_policy": {"cluster_name": "bench", "cohort": "bench"}}
 
 
+def write_inventory(variables: dict, base: Path) -> Path:
+    """``variables`` (as fleet returns them) laid out as an Ansible inventory under ``base``,
+    as inventory-examples/*: hosts.yml (every server in gpushare_gpu_nodes, the first also the
+    control plane), group_vars/all/{teams,workloads,policy}.yml and host_vars/<server>.yml with
+    its gpushare_node. JSON is YAML, and much faster to write and read at this size."""
+    base = Path(base)
+    hosts = sorted(variables["gpushare_nodes"])
+    (base / "group_vars" / "all").mkdir(parents=True, exist_ok=True)
+    (base / "host_vars").mkdir(exist_ok=True)
+    groups = {"gpushare_control_plane": {"hosts": {hosts[0]: None}},
+              "gpushare_gpu_nodes": {"hosts": {h: None for h in hosts}}}
+    (base / "hosts.yml").write_text(json.dumps({"all": {"children": groups}}, indent=1) + "\n")
+    for name in ("teams", "workloads", "policy"):
+        key = "gpushare_" + name
+        (base / "group_vars" / "all" / ("%s.yml" % name)).write_text(json.dumps({key: variables[key]}) + "\n")
+    for host in hosts:
+        (base / "host_vars" / ("%s.yml" % host)).write_text(json.dumps({"gpushare_node": variables["gpushare_nodes"][host]}) + "\n")
+    return base
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--services", type=int, default=20000)
+    parser.add_argument("--inventory", type=Path, help="write the fleet as an Ansible inventory here and stop")
     args = parser.parse_args()
     variables = fleet(args.nodes, args.services)
+    if args.inventory:
+        print(write_inventory(variables, args.inventory) / "hosts.yml")
+        return
     start = time.perf_counter()
     plan = build_plan(variables)
     planned = time.perf_counter()

@@ -15,8 +15,14 @@ description:
   - Validates the C(gpushare_*) inventory variables and computes the one Plan that every
     role of the collection applies, MIG layouts, device-plugin sharing, Kueue quotas and
     DRA claim templates included.
-  - Computes on the controller. It changes nothing unless O(dest) is given; then it writes the
-    plan's files there and reports C(changed) when one of them was new or different.
+  - Computes on the controller, in Ansible's own process (an action plugin). Without O(teams),
+    O(workloads), O(policy) and O(nodes) it reads them from the inventory where Ansible holds
+    them, instead of receiving them as arguments, which at 1,000 servers cost more than the
+    planning itself (docs/performance.md).
+  - It changes nothing unless O(dest) is given; then it writes the plan's files there and
+    reports C(changed) when one of them was new or different.
+  - A crash of the planner or of a renderer (a bug, not a problem of the inventory) fails with
+    what was being done, the exception and where its traceback was written, in RV(crash).
   - When the inventory has problems it fails and lists every one of them with its
     inventory path, the bad value and what is allowed; nothing is returned to apply.
 author:
@@ -30,8 +36,8 @@ options:
       - The teams, as in C(gpushare_teams), a list of dicts with the keys below. Keys and shapes are
         checked by the planner, which names the inventory path, the bad value and what is allowed
         (unknown keys and a dict where a list belongs included), so this option takes any value.
+      - Default C(gpushare_teams) of the inventory.
     type: raw
-    required: true
     suboptions:
       name:
         description: Team name (a DNS label); names its ClusterQueue, LocalQueue and priority class.
@@ -78,13 +84,15 @@ options:
         (quoted C("HH:MM")), C(mode), C(team) and C(replicas). A window changes the mode, or keeps
         it and changes the team or the replicas (not of a MIG GPU); see docs/sharing-windows.md.'
       - A dict; the planner checks its shape and names the inventory path.
+      - Default the C(gpushare_node) of each host of the inventory group C(gpushare_gpu_nodes)
+        (none where a host has none), as C(gpushare.cluster.inventory_nodes) builds it.
     type: raw
-    required: true
   workloads:
-    description: Services and workloads, as in C(gpushare_workloads), a list of dicts with the keys below
-      (the planner checks the shape and names the inventory path).
+    description:
+      - Services and workloads, as in C(gpushare_workloads), a list of dicts with the keys below
+        (the planner checks the shape and names the inventory path).
+      - Default C(gpushare_workloads) of the inventory, else none.
     type: raw
-    default: []
     suboptions:
       name:
         description: Workload name (a DNS label).
@@ -134,10 +142,11 @@ options:
             type: float
             required: true
   policy:
-    description: Cluster-wide choices, as in C(gpushare_policy), a dict with the keys below (the planner
-      checks the shape and names the inventory path).
+    description:
+      - Cluster-wide choices, as in C(gpushare_policy), a dict with the keys below (the planner
+        checks the shape and names the inventory path).
+      - Default C(gpushare_policy) of the inventory, else the defaults below.
     type: raw
-    default: {}
     suboptions:
       cluster_name:
         description: Cluster name (a DNS label).
@@ -187,9 +196,9 @@ options:
         A C(gpushare_*) name the collection does not read fails the run, naming it with the closest known
         name, before any other problem (a misspelt C(gpushare_team) would otherwise show only as the
         errors of a missing C(gpushare_teams)).
+      - Default, when O(teams) is not given, the C(gpushare_*) variables of the inventory, else none.
     type: list
     elements: str
-    default: []
   gpu_operator_namespace:
     description: Namespace of the GPU Operator, where its ConfigMaps are written.
     type: str
@@ -211,7 +220,7 @@ options:
     type: str
   dest:
     description:
-      - Directory to write the plan's files to (RV(files)), created when missing. A file whose
+      - Directory to write the plan's files to (C(plan.json), C(report.md), C(split.svg), C(manifests/)), created when missing. A file whose
         content is already the same is left alone, so an unchanged plan reports C(changed=false).
       - Without it nothing is written.
     type: path
@@ -234,7 +243,12 @@ attributes:
 '''
 
 EXAMPLES = r'''
-- name: Plan the GPU split from the inventory
+- name: Plan the GPU split from the inventory, and write its files
+  gpushare.cluster.plan:
+    dest: "{{ lookup('gpushare.cluster.artifacts_dir') }}"
+  register: gpushare_plan
+
+- name: The same from variables given as options
   gpushare.cluster.plan:
     teams: "{{ gpushare_teams }}"
     workloads: "{{ gpushare_workloads | default([]) }}"
@@ -302,11 +316,6 @@ window:
   description: The window the manifests are for (name, from, until), or null for the base state.
   returned: success
   type: dict
-files:
-  description: Files for the plan directory, each with C(path) (relative) and C(content).
-  returned: success
-  type: list
-  elements: dict
 written:
   description: The paths under O(dest) that were (in check mode, would be) written because they were new or different.
   returned: success
@@ -331,144 +340,11 @@ problems:
   returned: failure
   type: list
   elements: dict
+crash:
+  description:
+    - When the planner or a renderer crashed (a bug to report): C(stage) (what was being done, e.g.
+      C(rendering the report (report.md))), C(error) (the exception's type), C(message) and
+      C(traceback_file) (where its traceback was written; with C(-vvv) it is in C(msg) too).
+  returned: failure, on a crash
+  type: dict
 '''
-
-import json
-import os
-import tempfile
-import traceback
-
-from ansible.module_utils.basic import AnsibleModule, missing_required_lib
-from ansible_collections.gpushare.cluster.plugins.module_utils.names import GPU_OPERATOR_NAMESPACE
-
-try:
-    from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
-    from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import CLOCK
-    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import active_window, local_clock, plan_and_changes
-    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import PreviousPlanError, change_lines
-    from ansible_collections.gpushare.cluster.plugins.module_utils.planners import mig_planner
-    from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_manifests, render_report, render_svg
-    IMPORT_ERROR = None
-except ImportError:
-    IMPORT_ERROR = traceback.format_exc()
-
-
-def main():
-    module = AnsibleModule(
-        argument_spec=dict(
-            # raw: Ansible's own conversion would refuse a wrong shape without the inventory
-            # path; the planner checks every shape and names the path (model.load_inventory).
-            teams=dict(type='raw', required=True),
-            nodes=dict(type='raw', required=True),
-            workloads=dict(type='raw', default=[]),
-            policy=dict(type='raw', default={}),
-            defined_variables=dict(type='list', elements='str', default=[]),
-            gpu_operator_namespace=dict(type='str', default=GPU_OPERATOR_NAMESPACE),
-            window=dict(type='str', default='auto'),
-            at=dict(type='str'),
-            dest=dict(type='path'),
-            previous=dict(type='path'),
-        ),
-        supports_check_mode=True,
-    )
-    if IMPORT_ERROR:
-        module.fail_json(msg=missing_required_lib('PyYAML'), exception=IMPORT_ERROR)
-    variables = {
-        'gpushare_teams': module.params['teams'],
-        'gpushare_nodes': module.params['nodes'],
-        'gpushare_workloads': module.params['workloads'],
-        'gpushare_policy': module.params['policy'],
-    }
-    previous = module.params['previous'] or (
-        os.path.join(module.params['dest'], 'plan.json') if module.params['dest'] else None)
-    try:
-        plan, changes = plan_and_changes(variables, read_previous(module, previous), module.params['defined_variables'])
-    except PlanInvalid as invalid:
-        module.fail_json(msg=str(invalid), problems=[p.as_dict() for p in invalid.problems])
-    except PreviousPlanError as err:
-        module.fail_json(msg='%s: %s. The plan reads the last plan as the GPUs\' current state: delete the file to '
-                             'plan from scratch, or set gpushare_policy.replan: optimal to ignore it' % (previous, err))
-    except ImportError:
-        module.fail_json(msg=missing_required_lib('scipy'), exception=traceback.format_exc())
-    window, clock = choose_window(module, plan)
-    namespace = module.params['gpu_operator_namespace']
-    files = [{'path': 'plan.json', 'content': json.dumps(plan, indent=2, sort_keys=False) + '\n'},
-             {'path': 'report.md', 'content': render_report.report_markdown(plan)},
-             {'path': 'split.svg', 'content': render_svg.render_svg(plan)}]
-    files += [{'path': 'manifests/' + f['path'], 'content': f['content']}
-              for f in render_manifests.manifest_files(plan, namespace)]
-    summary = render_report.split_table(plan)
-    # A MIG layout that a safety time limit stopped is kept, and said so in one line.
-    summary += [line for line in [mig_planner.summary_line(plan.get('mig_solve'))] + [
-        mig_planner.summary_line(w.get('mig_solve'), ' inside window %s' % w['name']) for w in plan['windows']] if line]
-    summary += change_lines(changes)
-    if plan['windows']:
-        summary.append('Sharing window %s: %s' % (
-            'in force at %s %s' % (clock, plan['cluster']['timezone']) if clock else 'chosen',
-            '%s (%s-%s)' % (window['name'], window['from'], window['until']) if window else 'none (the base state)'))
-    written = write_files(module, module.params['dest'], files) if module.params['dest'] else []
-    module.exit_json(changed=bool(written), written=written, plan=plan, changes=changes, manifests=render_manifests.render(plan, namespace, window),
-                     files=files, summary=summary,
-                     window={k: window[k] for k in ('name', 'from', 'until')} if window else None)
-
-
-def read_previous(module, path):
-    """The text of the previous plan.json at ``path``, or None when there is none yet."""
-    if not path or not os.path.exists(path):
-        return None
-    try:
-        with open(path, encoding='utf-8') as handle:
-            return handle.read()
-    except (OSError, UnicodeDecodeError) as err:
-        module.fail_json(msg='%s: cannot read the previous plan (%s). Delete it to plan from scratch, or set '
-                             'gpushare_policy.replan: optimal' % (path, err))
-
-
-def write_files(module, dest, files):
-    """Writes each file whose content differs under ``dest`` (not in check mode); returns their paths."""
-    written = []
-    for item in files:
-        path = os.path.join(dest, item['path'])
-        content = item['content'].encode('utf-8')
-        try:
-            with open(path, 'rb') as current:
-                if current.read() == content:
-                    continue
-        except OSError:
-            pass  # missing or unreadable: written below, which names the problem
-        written.append(path)
-        if module.check_mode:
-            continue
-        try:
-            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-            handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.' + os.path.basename(path))
-            with os.fdopen(handle, 'wb') as out:
-                out.write(content)
-            os.chmod(tmp, 0o644)
-            module.atomic_move(tmp, path)
-        except OSError as err:
-            module.fail_json(msg='Cannot write the plan file %s: %s. Set gpushare_artifacts_dir (or gpushare_plan_dir) '
-                                 'to a writable directory.' % (path, err.strerror or err))
-    return written
-
-
-def choose_window(module, plan):
-    """(window or None, the HH:MM it was chosen for or None) from the window and at options."""
-    wanted, clock = module.params['window'], module.params['at']
-    names = [w['name'] for w in plan['windows']]
-    if wanted == 'none':
-        return None, None
-    if wanted != 'auto':
-        if wanted not in names:
-            module.fail_json(msg='window %r is not a window of the plan; windows: %s (or auto, none)'
-                             % (wanted, ', '.join(names) or 'none declared'))
-        return next(w for w in plan['windows'] if w['name'] == wanted), None
-    if clock is None:
-        clock = local_clock(plan)
-    elif not CLOCK.match(clock):
-        module.fail_json(msg='at must be a time of day HH:MM, not %r' % clock)
-    return active_window(plan, clock), clock
-
-
-if __name__ == '__main__':
-    main()
