@@ -8,10 +8,11 @@ redeployed by its team, so it restarts.
 
 A workload's replicas are split into groups that ask for the same thing: a MIG service's
 replicas each get the profile of their slice, and replicas of one service on two GPU models
-get two profile names (one Deployment each). A whole-GPU workload asks for
+get two profile names (one Deployment each). A DRA workload (and one whose MIG slice the DRA
+driver makes per claim) asks for its ResourceClaimTemplate. A whole-GPU workload asks for
 ``nvidia.com/gpu`` (its ``gpus_per_replica``); a time-sliced or MPS one for one replica of
 the shared resource of its team's GPUs of that mode (the cohort's, then any team's, when its
-team owns none: it borrows); a DRA workload for its ResourceClaimTemplate.
+team owns none: it borrows).
 """
 
 from __future__ import annotations
@@ -46,9 +47,10 @@ def pod_requests(plan: dict) -> dict[str, dict]:
                 by_profile.setdefault(s["profile"], []).append(s["replica"])
             groups = [{"replicas": sorted(r), "resource": names.MIG_RESOURCE_PREFIX + p, "count": 1,
                        "claim_template": None, "profile": p} for p, r in sorted(by_profile.items())]
-        elif w["sharing"] == DRA:
+        elif w["sharing"] == DRA or w.get("claim_template"):
+            # A DRA claim: a whole GPU by attributes, or a MIG slice the DRA driver makes per claim.
             groups = [{"replicas": list(range(w["replicas"])), "resource": None, "count": w["gpus_per_replica"],
-                       "claim_template": w["claim_template"], "profile": None}]
+                       "claim_template": w["claim_template"], "profile": w.get("profile")}]
         elif w["sharing"] == WHOLE:
             groups = [{"replicas": list(range(w["replicas"])), "resource": names.GPU_RESOURCE,
                        "count": w["gpus_per_replica"], "claim_template": None, "profile": None}]

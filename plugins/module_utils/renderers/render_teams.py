@@ -147,6 +147,8 @@ def what_it_gets(plan: dict, workload: dict, req: dict, state: dict) -> str:
         if not units:
             return "`%s` is not advertised: its pods must have ended, new ones wait" % resource
         return "%s `%s` (%d in the cluster)" % (MODES[workload["sharing"]].words, resource, units)
+    if workload.get("profile"):
+        return "a %s MIG slice the DRA driver makes for its ResourceClaim" % workload["profile"]
     return "a GPU allocated for its ResourceClaim on a DRA node"
 
 
