@@ -8,9 +8,12 @@
 #      and their next runs computed as AWX does, across daylight-saving changes; every template
 #      launchable through the API with no extra vars; no SCM inventory source on a manual
 #      project, one on a git project;
-#   3. the execution environment built with ansible-builder from meta/execution-environment.yml
+#   3. the role run against a stand-in for AWX 24.6.1's API (tests/awx/fake_awx.py): names
+#      checked before any write, one project sync and nothing created before it succeeded, a
+#      manual project's left-over SCM inventory source removed (tests/awx/test_role_against_fake_api.py);
+#   4. the execution environment built with ansible-builder from meta/execution-environment.yml
 #      (local Debian 12 base; Docker's layer cache makes an unchanged rebuild take seconds);
-#   4. the plan job and a render-mode GPU stack job run through it the way AWX runs them:
+#   5. the plan job and a render-mode GPU stack job run through it the way AWX runs them:
 #      ansible-runner transmit | docker run -i EE ansible-runner worker | ansible-runner process,
 #      with the survey answers and the 19:00 schedule's extra data; job events asserted.
 # Never skips: anything that cannot run fails.
@@ -67,6 +70,9 @@ ansible-playbook -i inventory-examples/four-gpu-server/hosts.yml playbooks/awx.y
   -e "gpushare_awx_render_dir=$work/defs/git-project" >"$work/awx-git-project.log" 2>&1 \
   || { tail -n 40 "$work/awx-git-project.log" >&2; exit 1; }
 python tests/awx/validate.py "$work/defs/git-project/definitions.json" --inventory inventory-examples/four-gpu-server --project git
+
+step "roles/awx against a stand-in for AWX's API"
+python -m pytest tests/awx/test_role_against_fake_api.py -q -p no:cacheprovider
 
 step "execution environment (ansible-builder)"
 tests/awx/build-ee.sh

@@ -106,8 +106,8 @@ def project_step(project: dict | None, changed: bool = False, sync: bool = False
     if current or status in ACTIVE:
         update = current or last.get("id")
         return {"action": "wait", "update_id": update, "message":
-                "project %r: waiting for the sync AWX is running (project update %s) instead of starting another"
-                % (name, update)}
+                "project %r: the sync AWX is running (project update %s, status %s) has not finished; the role waits "
+                "for it rather than start another (a rerun waits again)" % (name, update, status)}
     if status == "successful":
         if sync and not changed:
             return {"action": "sync", "update_id": None, "message": "project %r: sync asked (awx_project_sync)" % name}

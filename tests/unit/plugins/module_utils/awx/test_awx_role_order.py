@@ -12,8 +12,6 @@ import yaml
 
 from inventories import ROOT
 
-# awx.awx modules that only read or wait: everything else writes.
-READS = {"awx.awx.job_wait"}
 
 
 def _module(task: dict) -> str:
@@ -31,7 +29,7 @@ def _index(block, predicate) -> list[int]:
 
 def test_named_objects_are_looked_up_before_the_first_write():
     block = awx_block()
-    writes = _index(block, lambda t: _module(t).startswith("awx.awx.") and _module(t) not in READS)
+    writes = _index(block, lambda t: _module(t).startswith("awx.awx."))
     check = _index(block, lambda t: "awx_named_object_problems" in str(t))
     assert len(check) == 1 and check[0] < writes[0], (check, writes)
     text = str(block[check[0]])
@@ -60,14 +58,17 @@ def test_one_sync_and_a_usable_project_before_anything_that_names_it():
     sync = block[modules.index("awx.awx.project_update")]
     assert sync["when"] == "__awx_project_step.action == 'sync'"
     assert sync["awx.awx.project_update"]["wait"] is True and 0 < sync["awx.awx.project_update"]["timeout"] <= 600
-    wait = block[modules.index("awx.awx.job_wait")]
-    assert wait["when"] == "__awx_project_step.action == 'wait'"
-    assert wait["awx.awx.job_wait"]["job_type"] == "project_updates" and 0 < wait["awx.awx.job_wait"]["timeout"] <= 600
+    # the wait polls the running update through the API, about 5 minutes at most
+    waits = _index(block, lambda t: t.get("when") == "__awx_project_step.action == 'wait'")
+    assert len(waits) == 1
+    wait = block[waits[0]]
+    assert "'project_updates/' ~ __awx_project_step.update_id" in wait["until"]   # re-evaluated each try
+    assert 0 < wait["retries"] * wait["delay"] <= 600
     decide = _index(block, lambda t: "__awx_project_step" in t.get("ansible.builtin.set_fact", {}))
     usable = _index(block, lambda t: _module(t) == "ansible.builtin.assert" and "awx_project_step" in str(t))
     assert len(decide) == 1 and len(usable) == 1
     assert "__awx_git_project is changed" in block[decide[0]]["ansible.builtin.set_fact"]["__awx_project_step"]
-    assert max(projects) < decide[0] < modules.index("awx.awx.job_wait") < usable[0]
+    assert max(projects) < decide[0] < waits[0] < usable[0]
     assert decide[0] < modules.index("awx.awx.project_update") < usable[0]
     # everything that names the project or is only useful with it comes after it is usable
     later = ("awx.awx.inventory", "awx.awx.inventory_source", "awx.awx.credential_type", "awx.awx.job_template",
