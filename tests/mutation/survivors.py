@@ -99,6 +99,16 @@ def read_explained(path: Path = EXPLAINED) -> dict[tuple[str, str], str]:
     return rows
 
 
+def tried(stage: Path) -> int:
+    """How many mutants of a stage mutmut ran (none when its clean run of the tests failed)."""
+    config = configparser.ConfigParser()
+    config.read(stage / "setup.cfg")
+    meta = Path(str(stage / "mutants" / config["mutmut"]["only_mutate"].strip()) + ".meta")
+    if not meta.exists():
+        return 0
+    return sum(code is not None for code in json.loads(meta.read_text())["exit_code_by_key"].values())
+
+
 def check_stage(stage: Path, explained: dict[tuple[str, str], str]) -> tuple[list[str], list[str]]:
     """(unexplained survivors with their diffs, stale rows) of one stage."""
     module = stage_module(stage)
@@ -136,6 +146,11 @@ def main(args: list[str]) -> int:
         return 0
     explained, failed = read_explained(EXPLAINED), False
     for stage in stages:
+        if not tried(Path(stage)):
+            # mutmut stops before any mutant when the selected tests fail unmutated (its run.log
+            # says so): nothing to check, and the run has failed already.
+            print("%s: no mutant was run, nothing to check (see run.log)" % stage)
+            continue
         unexplained, stale = check_stage(Path(stage), explained)
         for row in stale:
             print("explained.tsv: %s did not survive this run (killed now, or renumbered: remove or renumber it)" % row)

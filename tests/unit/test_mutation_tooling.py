@@ -138,3 +138,14 @@ def test_the_explained_survivors_name_modules_of_the_run_once_each_with_a_reason
     assert all(len(mutant.rsplit(" ", 1)) == 2 and mutant.rsplit(" ", 1)[1].isdigit() for _, mutant in rows)
     lines = [line for line in survivors.EXPLAINED.read_text().splitlines() if line and not line.startswith("#")]
     assert len(lines) == len(rows) + 1      # the header; no row twice
+
+
+def test_a_run_that_tried_no_mutant_has_nothing_to_check(tmp_path, monkeypatch, capsys):
+    # mutmut stops before any mutant when the selected tests fail unmutated: every exit code None.
+    stage = _stage(tmp_path)
+    meta = stage / "mutants" / (MUTATED + ".meta")
+    meta.write_text(json.dumps({"exit_code_by_key": {KEY + name: None for name in EXIT_CODES}}))
+    monkeypatch.setattr(survivors, "EXPLAINED", _explained(tmp_path, ("planners/fake", "share 3", "equivalent")))
+    assert survivors.main(["--check", str(stage)]) == 0
+    out = capsys.readouterr().out
+    assert "no mutant was run" in out and "did not survive" not in out
