@@ -62,6 +62,8 @@ FUNCTIONS = {
     "distributions": distributions.names,
     "distribution": distributions.describe,
     "distribution_fact": distributions.distribution_fact,
+    # The Kubernetes feature gates the Plan needs (dynamic MIG), as the distribution role's variable.
+    "kubernetes_feature_gates": distributions.kubernetes_feature_gates,
 }
 
 
@@ -92,11 +94,34 @@ def plan_distribution(plan: dict, host_vars, artifacts_dir: str) -> dict:
         raise AnsibleFilterError("gpushare.cluster.plan_distribution: %s" % exc) from exc
 
 
+def kubernetes_problems(plan: dict, host_vars) -> list:
+    """Why the Kubernetes the Plan's distribution role installs cannot serve the Plan.
+
+    The role's version variable (the first control plane's, else the role's default) against
+    the minor the Plan needs (distributions.kubernetes_problems; only that variable is read).
+
+    Args:
+        plan: the plan module's ``plan``.
+        host_vars: the first control-plane host's ``hostvars[host]``.
+
+    Returns:
+        The problems, a list of strings naming the variable, its value and the fix; empty if none.
+    """
+    plan = plain(plan)
+    try:
+        wanted = distributions.entry(plan["cluster"]["kubernetes_distribution"]).version_var
+        picked = plain({wanted: host_vars[wanted]} if wanted in host_vars else {})
+        return distributions.kubernetes_problems(plan, picked)
+    except ValueError as exc:
+        raise AnsibleFilterError("gpushare.cluster.kubernetes_problems: %s" % exc) from exc
+
+
 class FilterModule:
-    """The functions of FUNCTIONS as filters, and plan_distribution."""
+    """The functions of FUNCTIONS as filters, plan_distribution and kubernetes_problems."""
 
     def filters(self):
         """Filter name to filter function."""
         filters = {name: json_filter(name, function) for name, function in FUNCTIONS.items()}
         filters["plan_distribution"] = plan_distribution
+        filters["kubernetes_problems"] = kubernetes_problems
         return filters

@@ -83,8 +83,10 @@ def test_the_host_plays_read_the_distribution_from_the_plan():
     kubernetes = next(p for p in plays if "kubernetes" in p.get("tags", []))
     assert kubernetes["vars"]["_gpushare_distribution"] == (
         FROM_THE_PLAN[:-3] + " | gpushare.cluster.distribution }}")
-    # one task: the role of the Plan's distribution's entry in the table, under no condition
-    [task] = kubernetes["tasks"]
+    # the role of the Plan's distribution's entry in the table, under no condition, after only
+    # the feature gates the Plan needs (set as that role's variable: test_kubernetes_feature_gates.py)
+    *before, task = kubernetes["tasks"]
+    assert [list(t)[1] for t in before] == ["ansible.builtin.set_fact"]
     assert task["ansible.builtin.include_role"]["name"] == "gpushare.cluster.{{ _gpushare_distribution.role }}"
     assert "when" not in task
 

@@ -22,6 +22,7 @@ the ``gpushare.cluster.distribution_fact`` filter); no playbook or other role na
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import SECRETS_DIR
@@ -55,6 +56,11 @@ class Distribution:
     # The host_prep variables holding the firewall ports of every host / of control-plane hosts.
     firewall_ports: tuple = ()
     control_plane_firewall_ports: tuple = ()
+    # The role variable that sets the Kubernetes version, and its default (the role's), whose
+    # leading "<major>.<minor>" is the minor installed; and the variable taking feature gates.
+    version_var: str = ""
+    version_default: str = ""
+    feature_gates_var: str = ""
 
 
 # Order: the default first (the planner lists the allowed values in this order).
@@ -76,6 +82,9 @@ TABLE = {d.name: d for d in (
         kubeconfig_file_vars={"kubeadm_cluster_name": "gpushare"},
         firewall_ports=("host_prep_firewall_ports_kubeadm_node",),
         control_plane_firewall_ports=("host_prep_firewall_ports_kubeadm_control_plane",),
+        version_var="kubeadm_kubernetes_minor",
+        version_default="1.35",
+        feature_gates_var="kubeadm_feature_gates",
     ),
     # canonical/microk8s microk8s-resources/default-args and the GPU Operator docs
     # (NVIDIA/cloud-native-docs gpu-operator/getting-started.rst, "MicroK8s").
@@ -93,6 +102,9 @@ TABLE = {d.name: d for d in (
         kubeconfig_var="microk8s_kubeconfig_local_path",
         kubeconfig_file="microk8s-admin.conf",
         firewall_ports=("host_prep_firewall_ports_microk8s",),
+        version_var="microk8s_channel",
+        version_default="1.34/stable",
+        feature_gates_var="microk8s_feature_gates",
     ),
 )}
 NAMES = tuple(TABLE)
@@ -189,3 +201,52 @@ def plan_fact(plan: dict, host_vars: dict, artifacts_dir: str) -> dict:
         kubeconfig = "%s/%s/%s" % (artifacts_dir, SECRETS_DIR, d.kubeconfig_file.format(**file_vars))
     return {"name": d.name, "role": d.role, "kubeconfig": kubeconfig, "runtime": assumed_runtime(name),
             "node_name": None}
+
+
+_MINOR = re.compile(r"^v?(\d+)\.(\d+)")
+
+
+def kubernetes_problems(plan: dict, host_vars: dict) -> list:
+    """Why the Kubernetes the Plan's distribution role installs cannot serve the Plan.
+
+    Its minor (the role's version variable in ``host_vars``, else the role's default) below the
+    Plan's ``cluster.kubernetes.minimum_minor`` (dynamic MIG needs 1.35).
+
+    Args:
+        plan: the plan module's ``plan`` (``cluster.kubernetes_distribution`` and ``cluster.kubernetes``).
+        host_vars: variables of the first control-plane host (only the version variable is read).
+
+    Returns:
+        The problems, a list of strings, each naming the variable, its value and the fix; empty
+        when the Plan needs nothing of Kubernetes.
+    """
+    needs = plan["cluster"].get("kubernetes") or {}
+    if not needs.get("minimum_minor"):
+        return []
+    d = entry(plan["cluster"]["kubernetes_distribution"])
+    value = str(host_vars.get(d.version_var, d.version_default))
+    wanted = tuple(int(x) for x in needs["minimum_minor"].split("."))
+    match = _MINOR.match(value)
+    if match and (int(match.group(1)), int(match.group(2))) >= wanted:
+        return []
+    fixed = needs["minimum_minor"] + value[match.end():] if match else needs["minimum_minor"]
+    return ["%s: %r installs Kubernetes %s, and %s need Kubernetes %s or newer (feature gates %s, which the %s "
+            "role sets). Set %s: \"%s\" (or newer) in the inventory, or take the GPUs off mig-dynamic."
+            % (d.version_var, value, "%s.%s" % match.groups() if match else "of an unknown minor", needs["why"],
+               needs["minimum_minor"], ", ".join(sorted(needs.get("feature_gates", {}))), d.role, d.version_var,
+               fixed)]
+
+
+def kubernetes_feature_gates(plan: dict) -> dict:
+    """The feature gates the Plan needs, under the name of its distribution role's variable.
+
+    Args:
+        plan: the plan module's ``plan``.
+
+    Returns:
+        ``{"kubeadm_feature_gates": {"DRAPartitionableDevices": true}}`` (the role's variable
+        and the gates) for playbooks/kubernetes.yml to set on the hosts; empty when none is needed.
+    """
+    d = entry(plan["cluster"]["kubernetes_distribution"])
+    gates = (plan["cluster"].get("kubernetes") or {}).get("feature_gates") or {}
+    return {d.feature_gates_var: dict(gates)} if gates and d.feature_gates_var else {}

@@ -38,6 +38,8 @@ COUNTER = "memory"
 # on 1.35 set on kube-apiserver, kube-scheduler and the kubelet).
 DRIVER_GATE = "DynamicMIG"
 KUBERNETES_GATE = "DRAPartitionableDevices"
+# The first minor whose ResourceSlice API takes the driver's counter sets in a slice of their own.
+MINIMUM_KUBERNETES = "1.35"
 # Count vectors the exact search may hold; above it the first-fit bound is used (``guarantee``).
 MAX_STATES = 200_000
 
@@ -144,6 +146,20 @@ def driver_feature_gates(plan_nodes) -> dict:
     if not any(g["mode"] == MIG_DYNAMIC for n in plan_nodes for g in n["gpus"]):
         return {}
     return dict({gate: False for gate in EXCLUSIVE_GATES}, **{DRIVER_GATE: True})
+
+
+def kubernetes_needs(plan_nodes) -> dict:
+    """What Kubernetes must serve when a GPU is mig-dynamic: the driver publishes counter sets
+    (ResourceSlice ``sharedCounters``) and devices that consume them (KEP-4815, partitionable
+    devices), in slices of their own as 1.35's API wants them (pkg/apis/resource/validation). Off by
+    default before 1.36: kube-apiserver and kube-scheduler (and kube-controller-manager and the
+    kubelet, which the twin's spike did not rule out) need ``DRAPartitionableDevices``; an
+    apiserver without it stores the slices with their counters silently dropped."""
+    if not any(g["mode"] == MIG_DYNAMIC for n in plan_nodes for g in n["gpus"]):
+        return {}
+    return {"feature_gates": {KUBERNETES_GATE: True}, "minimum_minor": MINIMUM_KUBERNETES,
+            "why": "mig-dynamic GPUs on %s" % ", ".join(sorted({n["name"] for n in plan_nodes
+                                                              for g in n["gpus"] if g["mode"] == MIG_DYNAMIC}))}
 
 
 def gpu_shares(gpus, quota_mib: int) -> dict:

@@ -85,7 +85,9 @@ def _build(inventory: Inventory, current: dict | None, found: Problems | None = 
                     "mig_leftover": inventory.policy.mig_leftover,
                     "cpu_memory_quota": inventory.policy.cpu_memory_quota,
                     "allow_disruption": inventory.policy.allow_disruption,
-                    "timezone": inventory.policy.timezone},
+                    "timezone": inventory.policy.timezone,
+                    # Kubernetes feature gates and minor the Plan needs (dynamic MIG), for the distribution roles.
+                    "kubernetes": dynamic_mig.kubernetes_needs(state["nodes"])},
         "teams": state["teams"],
         "nodes": state["nodes"],
         "workloads": state["workloads"],

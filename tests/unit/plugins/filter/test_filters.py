@@ -40,7 +40,8 @@ MODULES = {
 }
 MODULE_OF = {name: module for module, names in MODULES.items() for name in names}
 DISTRIBUTIONS = {"distributions": distributions.names, "distribution": distributions.describe,
-                 "distribution_fact": distributions.distribution_fact}
+                 "distribution_fact": distributions.distribution_fact,
+                 "kubernetes_feature_gates": distributions.kubernetes_feature_gates}
 # The multikueue role's filters, prefixed with multikueue_.
 MULTIKUEUE = {"multikueue_kubeconfig_secret": render_multikueue.kubeconfig_secret,
               "multikueue_unreachable": multikueue_checks.unreachable,
@@ -52,7 +53,7 @@ def _json(value):
 
 
 def test_filter_names_map_to_the_renderers():
-    others = {"inventory_nodes", "node_name", "team_lines", "plan_distribution"}
+    others = {"inventory_nodes", "node_name", "team_lines", "plan_distribution", "kubernetes_problems"}
     assert not set(PUBLIC) & set(INTERNAL)
     assert set(FILTERS) == set(MODULE_OF) | set(DISTRIBUTIONS) | set(MULTIKUEUE) | others
     for name, module in MODULE_OF.items():
