@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 
-from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import MIG
+from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import MIG, MIG_DYNAMIC
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import MIG_RESOURCE_PREFIX, PLAN_FORMAT
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.workload_requests import replica_requests
 
@@ -219,7 +219,9 @@ def plan_changes(previous: dict | None, new: dict, replan: str = "stable", again
     for key in sorted(set(old_gpus) | set(new_gpus)):
         old, now = old_gpus.get(key), new_gpus.get(key)
         # Partitions, not modes: a GPU that stays in MIG mode with other profiles is re-cut too.
-        is_recut = old is not None and now is not None and partition(old) != partition(now)
+        # A GPU that stays mig-dynamic never is: the DRA driver makes its slices per claim.
+        is_recut = old is not None and now is not None and partition(old) != partition(now) \
+            and not old["mode"] == now["mode"] == MIG_DYNAMIC
         if is_recut:
             repartitioned.append(gpu_name(key))
             recut.add(key)
@@ -238,9 +240,21 @@ def plan_changes(previous: dict | None, new: dict, replan: str = "stable", again
              for (w, r) in sorted(set(old_req) - set(new_req))]
     return {"previous": True, "against": against, "replan": replan, "repartitioned": repartitioned, "gpus": gpus,
             "restarts": restarts, "started": started, "ended": ended,
+            "dynamic_mig": _dynamic(old_gpus, new_gpus),
             "quotas": _differences(_quotas(previous), _quotas(new), ("team", "resource")),
             "labels": _differences(_labels(previous), _labels(new), ("node", "label")),
             "known_labels": known_labels(previous)}
+
+
+def _dynamic(old_gpus: dict, new_gpus: dict) -> dict:
+    """The GPUs mig-dynamic in both plans (never re-cut, drained or evicted: a resized service's
+    own pods take slices of the new profile as they restart), and the GPUs that move from a
+    static layout to dynamic MIG (docs/dynamic-mig.md: apply them as whole GPUs first, so the MIG
+    Manager removes their instances)."""
+    return {"kept": [gpu_name(k) for k in sorted(set(old_gpus) & set(new_gpus))
+                     if old_gpus[k]["mode"] == new_gpus[k]["mode"] == MIG_DYNAMIC],
+            "from_static": [gpu_name(k) for k in sorted(set(old_gpus) & set(new_gpus))
+                            if new_gpus[k]["mode"] == MIG_DYNAMIC and partition(old_gpus[k])]}
 
 
 def against(path: str | None, text: str) -> dict:
@@ -281,6 +295,20 @@ def by_team(changes: dict) -> dict[str, dict]:
     return dict(sorted(teams.items()))
 
 
+def dynamic_lines(changes: dict) -> list[str]:
+    """What the change does to mig-dynamic GPUs, in the change list's words."""
+    dynamic = changes.get("dynamic_mig") or {}
+    lines = []
+    if dynamic.get("kept"):
+        lines.append("  dynamic MIG (%s): never re-cut; nothing cordoned or evicted; only ResourceClaimTemplates and "
+                     "quotas change, and a resized service's own pods take new slices as they restart"
+                     % ", ".join(dynamic["kept"]))
+    for gpu in dynamic.get("from_static", []):
+        lines.append("  %s: static MIG layout -> dynamic MIG: apply it as a whole GPU first (mode: whole, dra: false), "
+                     "so the MIG Manager removes its instances, then make it mig-dynamic" % gpu)
+    return lines
+
+
 def change_lines(changes: dict) -> list[str]:
     """plan.yml's short list of what the plan changes."""
     if not changes["previous"]:
@@ -302,6 +330,7 @@ def change_lines(changes: dict) -> list[str]:
             lines.append("  team %s: %s replica %d starts on %s" % (team, r["workload"], r["replica"], r["new"]))
         for r in mine["ended"]:
             lines.append("  team %s: %s replica %d ends (was on %s)" % (team, r["workload"], r["replica"], r["old"]))
+    lines += dynamic_lines(changes)
     for q in changes["quotas"]:
         lines.append("  quota %s %s: %s -> %s" % (q["team"], q["resource"], q["old"] or 0, q["new"] or 0))
     for label in changes["labels"]:

@@ -114,8 +114,11 @@ def selector(model: str, profile: str) -> str:
     return "%s.profile == '%s' && %s.productName == '%s'" % (attrs, profile, attrs, CATALOG[model].product_name)
 
 
-def template_name(workload_name: str) -> str:
-    return "%s-mig" % workload_name
+def template_name(workload_name: str, profile: str) -> str:
+    """The template's name carries its profile: a ResourceClaimTemplate's spec is immutable
+    (Kubernetes pkg/apis/resource/validation, ValidateResourceClaimTemplateUpdate), so a resized
+    service gets a new template, and its pods, as they restart, claims of the new profile."""
+    return "%s-%s" % (workload_name, profile)
 
 
 def claim_template(workload, model: str, profile: str, namespace: str) -> dict:
@@ -124,7 +127,8 @@ def claim_template(workload, model: str, profile: str, namespace: str) -> dict:
     return {
         "apiVersion": API,
         "kind": "ResourceClaimTemplate",
-        "metadata": {"name": template_name(workload.name), "namespace": namespace, "labels": dict(names.MANAGED_LABEL)},
+        "metadata": {"name": template_name(workload.name, profile), "namespace": namespace,
+                     "labels": dict(names.MANAGED_LABEL)},
         "spec": {"spec": {"devices": {"requests": [{"name": "mig", "exactly": request}]}}},
     }
 
@@ -204,7 +208,7 @@ def plan_dynamic(inventory, problems, warnings) -> dict:
         profiles[model].add(profile)
         workloads.append({"name": w.name, "team": w.team, "model": model, "profile": profile,
                           "replicas": w.replicas, "charge_mib": charge(model, profile),
-                          "claim_template": template_name(w.name)})
+                          "claim_template": template_name(w.name, profile)})
         team = next((t for t in inventory.teams if t.name == w.team), None)
         templates += [claim_template(w, model, profile, ns) for ns in sorted(team.namespaces if team else ())]
     guarantees = {m: guarantee(m, tuple(profiles[m]), len(g)) for m, g in sorted(gpus.items())}

@@ -8,7 +8,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
     DRA, MIG, MIG_DYNAMIC, MODES, MPS, TIMESLICE, WHOLE)
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import (
-    RECUT_STEPS, by_team, has_changes, restart_line)
+    RECUT_STEPS, by_team, dynamic_lines, has_changes, restart_line)
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.day_states import day_states, switch_text, switches
 
 
@@ -167,6 +167,7 @@ def changes_markdown(changes: dict) -> str:
             else "%s -> %s" % (g["old_team"], g["new_team"]), "yes" if g["repartitioned"] else "no") for g in changes["gpus"]]
     else:
         out.append("No GPU changes.")
+    out += [""] + ["- " + line.strip() for line in dynamic_lines(changes)] if dynamic_lines(changes) else []
     out += ["", "## Pods, per team", "",
             "A pod restarts when its GPU is re-cut or when what it asks for changes (then its team redeploys it "
             "with the manifest change shown, from `teams/<team>/`); nothing else moves a running pod.", ""]

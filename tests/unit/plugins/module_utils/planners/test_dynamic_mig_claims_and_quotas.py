@@ -72,8 +72,8 @@ def test_each_workload_gets_its_profile_by_claim(plan):
     """chat needs 30 GiB: 1g.18gb holds 16 GiB; 1g.35gb and 2g.35gb hold 32.25 GiB, 1g.35gb with
     fewer compute slices. embedder needs 14 GiB: 1g.18gb. eval pins 3g.71gb. Each selector takes
     exactly that profile's placements on the H200, nothing of another model or the whole GPU."""
-    wanted = {("inference", "chat-mig"): ("1g.35gb", 4), ("inference", "embedder-mig"): ("1g.18gb", 7),
-              ("research", "eval-mig"): ("3g.71gb", 2)}
+    wanted = {("inference", "chat-1g.35gb"): ("1g.35gb", 4), ("inference", "embedder-1g.18gb"): ("1g.18gb", 7),
+              ("research", "eval-3g.71gb"): ("3g.71gb", 2)}
     found = {k: t for k, t in templates(plan).items() if k in wanted}
     assert set(found) == set(wanted)
     for key, (profile, placements) in wanted.items():
@@ -84,7 +84,7 @@ def test_each_workload_gets_its_profile_by_claim(plan):
         assert chosen == ["gpu-0-mig-%s-%d" % (profile.replace(".", ""), s) for s in H200[profile][1]]
         assert len(chosen) == placements
     records = {w["name"]: w for w in plan["workloads"]}
-    assert records["chat"]["claim_template"] == "chat-mig" and records["chat"]["profile"] == "1g.35gb"
+    assert records["chat"]["claim_template"] == "chat-1g.35gb" and records["chat"]["profile"] == "1g.35gb"
 
 
 def test_kueue_charges_what_the_plan_counts(plan):
@@ -94,7 +94,7 @@ def test_kueue_charges_what_the_plan_counts(plan):
     source = mapping["sources"][0]["counter"]
     assert (mapping["name"], mapping["deviceClassNames"], source["name"], source["driver"]) == \
         ("gpushare.cluster/mig-memory", ["mig.nvidia.com"], "memory", "gpu.nvidia.com")
-    by_hand = {"chat-mig": 33280, "embedder-mig": 16384, "eval-mig": 71424}
+    by_hand = {"chat-1g.35gb": 33280, "embedder-1g.18gb": 16384, "eval-3g.71gb": 71424}
     for (_ns, name), template in templates(plan).items():
         exactly = request(template)
         matched = [d for d in slice_devices() if selects(MIG_CLASS, d)
