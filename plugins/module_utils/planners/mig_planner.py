@@ -788,13 +788,14 @@ def _explain_shortfall(classes, pools, pool_names, hopeless=None) -> str:
     for (need, models, pin), members in shown_groups[:_SHOWN]:
         names = sorted({d.workload for d in members})
         shown = ", ".join(names[:4]) + (" and %d more" % (len(names) - 4) if len(names) > 4 else "")
-        # In GiB, as memory_gib is written; a pinned profile with its usable memory, which is
-        # less than its name says (1g.10gb holds 9.5 GiB on an A100 80GB).
-        holds = ["%s holds %s on %s" % (pin, gib(CATALOG[m].profile(pin).memory_mib), m)
-                 for m in models if pin and pin in {p.name for p in CATALOG[m].mig_profiles}]
+        # In GiB, as memory_gib is written; a pinned profile that holds less than the replica
+        # needs with its usable memory, which is less than its name says (1g.10gb: 9.5 GiB on
+        # an A100 80GB).
+        short = ["%s holds %s on %s" % (pin, gib(CATALOG[m].profile(pin).memory_mib), m) for m in models
+                 if pin and pin in {p.name for p in CATALOG[m].mig_profiles} and CATALOG[m].profile(pin).memory_mib < -need]
+        what = "%s with at least %s" % (pin, gib(-need)) if short else pin or "a slice with at least %s" % gib(-need)
         lines.append("  - %d replica(s) of %s need %s on %s%s" % (
-            len(members), shown, "%s with at least %s" % (pin, gib(-need)) if pin else
-            "a slice with at least %s" % gib(-need), ", ".join(models), " (%s)" % "; ".join(holds) if holds else ""))
+            len(members), shown, what, ", ".join(models), " (%s)" % "; ".join(short) if short else ""))
     if len(shown_groups) > _SHOWN:
         lines.append("  - and %d replica(s) of other sizes" % sum(len(m) for _k, m in shown_groups[_SHOWN:]))
     for k, pool in enumerate(pools):

@@ -54,12 +54,13 @@ def test_a_shortfall_names_the_replicas_and_what_each_model_offers():
     demands.append(mig_planner.MigDemand("pinned", "t", 0, 1000, ("h200-141gb",), profile="2g.35gb"))
     candidates = [mig_planner.MigCandidate("n1", 0, "h200-141gb", True),
                   mig_planner.MigCandidate("n1", 1, "h200-141gb", True, layout=(("3g.71gb", 2),))]
-    # Six replicas need the whole-card slice (143104 MiB) and one GPU may be cut: short.
+    # Six replicas need the whole-card slice (143104 MiB = 139.75 GiB) and one GPU may be cut: short.
+    # Memory is said in GiB, as memory_gib is written (MiB / 1024, two decimals).
     assert _shortfall(demands, candidates) == "\n".join([
         "the MIG services do not fit on the GPUs that may be cut with MIG:",
-        "  - 6 replica(s) of svc0, svc1, svc2, svc3 and 2 more need a slice with at least 140000 MiB on h200-141gb",
+        "  - 6 replica(s) of svc0, svc1, svc2, svc3 and 2 more need a slice with at least 136.72 GiB on h200-141gb",
         "  - 1 replica(s) of pinned need 2g.35gb on h200-141gb",
-        "  - h200-141gb: 1 GPU(s) free for MIG (+ fixed layouts {'3g.71gb': 2}); largest slice 143104 MiB; per GPU "
+        "  - h200-141gb: 1 GPU(s) free for MIG (+ fixed layouts {'3g.71gb': 2}); largest slice 139.75 GiB; per GPU "
         "at most " + H200_PER_GPU,
         ADVICE])
 
@@ -69,10 +70,10 @@ def test_replicas_no_slice_can_hold_are_named_by_size_the_first_twenty_sizes_onl
     text = _shortfall(demands, [mig_planner.MigCandidate("n1", 0, "h200-141gb", True)]).split("\n")
     # Largest first: 150021 down to 150002; the two smallest sizes are counted, not named.
     assert text[0] == "no GPU that may be cut with MIG has a slice that holds these replicas:"
-    assert text[1] == "  - 1 replica(s) of big21 need a slice with at least 150021 MiB on h200-141gb"
-    assert text[20] == "  - 1 replica(s) of big02 need a slice with at least 150002 MiB on h200-141gb"
+    assert text[1] == "  - 1 replica(s) of big21 need a slice with at least 146.5 GiB on h200-141gb"
+    assert text[20] == "  - 1 replica(s) of big02 need a slice with at least 146.49 GiB on h200-141gb"
     assert text[21:] == ["  - and 2 replica(s) of other sizes",
-                         "  - h200-141gb: 1 GPU(s) free for MIG (+ fixed layouts none); largest slice 143104 MiB; "
+                         "  - h200-141gb: 1 GPU(s) free for MIG (+ fixed layouts none); largest slice 139.75 GiB; "
                          "per GPU at most " + H200_PER_GPU, ADVICE]
 
 
@@ -83,9 +84,9 @@ def test_a_shortfall_counts_declared_and_auto_gpus_and_lists_every_model_a_servi
                   mig_planner.MigCandidate("n1", 1, "h200-141gb", False)]
     # Two GPUs (one declared mig, one auto) hold at most two whole-card slices: five are wanted.
     assert _shortfall(demands, candidates).split("\n")[1:4] == [
-        "  - 5 replica(s) of s0, s1, s2, s3 and 1 more need a slice with at least 140000 MiB on h200-141gb",
-        "  - 4 replica(s) of t0, t1, t2, t3 need a slice with at least 60000 MiB on h200-141gb, h100-80gb",
-        "  - h200-141gb: 2 GPU(s) free for MIG (+ fixed layouts none); largest slice 143104 MiB; per GPU at most "
+        "  - 5 replica(s) of s0, s1, s2, s3 and 1 more need a slice with at least 136.72 GiB on h200-141gb",
+        "  - 4 replica(s) of t0, t1, t2, t3 need a slice with at least 58.59 GiB on h200-141gb, h100-80gb",
+        "  - h200-141gb: 2 GPU(s) free for MIG (+ fixed layouts none); largest slice 139.75 GiB; per GPU at most "
         + H200_PER_GPU]
 
 
@@ -93,8 +94,8 @@ def test_twenty_sizes_are_all_named_and_a_fleet_of_fixed_layouts_offers_nothing_
     demands = [mig_planner.MigDemand("big%02d" % i, "t", 0, 150000 + i, ("h200-141gb",)) for i in range(20)]
     fixed = mig_planner.MigCandidate("n1", 0, "h200-141gb", True, layout=(("3g.71gb", 2),))
     assert _shortfall(demands, [fixed]).split("\n")[20:] == [
-        "  - 1 replica(s) of big00 need a slice with at least 150000 MiB on h200-141gb",
-        "  - h200-141gb: 0 GPU(s) free for MIG (+ fixed layouts {'3g.71gb': 2}); largest slice 0 MiB; per GPU at most "
+        "  - 1 replica(s) of big00 need a slice with at least 146.48 GiB on h200-141gb",
+        "  - h200-141gb: 0 GPU(s) free for MIG (+ fixed layouts {'3g.71gb': 2}); largest slice 0 GiB; per GPU at most "
         "nothing", ADVICE]
 
 
