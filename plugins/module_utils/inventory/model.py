@@ -36,7 +36,7 @@ POD_SECURITY_LEVELS = ("restricted", "baseline")
 DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 CLOCK = re.compile(r"^([01][0-9]|2[0-3]):[0-5][0-9]$")
 # Hours written as one range ("20:00-06:00", "9:00 to 17:00") where a window wants from and until.
-CLOCK_RANGE = re.compile(r"^\s*(\d{1,2}:\d{2})\s*(?:-|–|to|until)\s*(\d{1,2}:\d{2})\s*$")
+CLOCK_RANGE = re.compile(r"^\s*(\d{1,2}:\d{2})\s*(?:-|\u2013|to|until)\s*(\d{1,2}:\d{2})\s*$")
 WINDOW_FORMAT = ('from: "HH:MM" and until: "HH:MM", each quoted; a window may cross midnight '
                  '(from: "20:00", until: "06:00")')
 MIB_PER_GIB = 1024

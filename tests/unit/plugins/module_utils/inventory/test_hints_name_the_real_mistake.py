@@ -70,3 +70,13 @@ def test_the_mig_shortfall_gives_its_fix_once_without_a_stray_full_stop():
     text = "\n".join(problems(v))
     assert ".;" not in text
     assert text.count("Add GPUs with mode mig or auto, lower memory_gib, or allow more GPU models (gpu_model)") == 1
+
+
+def test_a_range_written_with_words_and_one_digit_hours_suggests_the_quoted_clocks():
+    v = example_day()
+    window = v["gpushare_nodes"]["gpu01"]["gpus"][2]["schedule"][0]
+    del window["from"], window["until"]
+    window["time"] = "9:00 to 17:00"
+    assert problems(v) == [
+        GPU01 + ".gpus[2].schedule[0].time: is a range of hours; a window gives its start and its end as from and "
+        "until (got '9:00 to 17:00'); " + FORMAT + '. Write from: "09:00" and until: "17:00" instead']
