@@ -42,12 +42,16 @@ class FakeAWX:
     """The objects, the sync behaviour and the request log; ``sync_seconds`` and
     ``sync_result`` say how long a project update runs and how it ends."""
 
-    def __init__(self, sync_seconds: float = 1.0, sync_result: str = "successful", local_paths=("gpushare",)):
+    def __init__(self, sync_seconds: float = 1.0, sync_result: str = "successful", local_paths=("gpushare",),
+                 sync_polls: int | None = None):
         self.lock = threading.RLock()
         self.objects = {kind: {} for kind in KINDS}
         self.next_id = 1
         self.requests = []
         self.sync_seconds, self.sync_result = sync_seconds, sync_result
+        # With sync_polls, a sync runs until its own /project_updates/<id>/ was read that often
+        # (a sync that outlasts whatever does not wait for it), not for sync_seconds.
+        self.sync_polls = sync_polls
         self.local_paths = set(local_paths)
         self.add("organizations", {"name": "Default"})
         self.add("credentials", {"name": "Demo Credential", "organization": None, "credential_type": 1})
@@ -64,9 +68,16 @@ class FakeAWX:
 
     def start_update(self, project: dict, launch_type: str) -> dict:
         return self.add("project_updates", {"name": project["name"], "project": project["id"], "launch_type": launch_type,
-                                            "_start": time.time(), "_seconds": self.sync_seconds, "_result": self.sync_result})
+                                            "_start": time.time(), "_seconds": self.sync_seconds, "_result": self.sync_result,
+                                            "_polls_needed": self.sync_polls, "_polls": 0})
 
     def update_status(self, update: dict) -> str:
+        if update["_polls_needed"] is not None:
+            if update["_polls"] < update["_polls_needed"]:
+                return "running"
+            update.setdefault("_done_at", time.time())
+            return update["_result"]
+        update["_done_at"] = update["_start"] + update["_seconds"]
         age = time.time() - update["_start"]
         if age < min(0.2, update["_seconds"]):
             return "pending"
@@ -160,6 +171,8 @@ class FakeAWX:
                 return 404, {"detail": "Not found."}
             if len(parts) == 2:
                 if method == "GET":
+                    if kind == "project_updates":
+                        obj["_polls"] += 1
                     return 200, self.view(kind, obj)
                 if method == "PATCH":
                     refused = self.refuse(kind, body, obj)
