@@ -100,18 +100,17 @@ NVIDIA_RUNTIME_CLASS_PREFIX = "nvidia"
 VISIBLE_DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
 # The toolkit setting that makes the runtime ignore VISIBLE_DEVICES_ENV in unprivileged containers.
 TOOLKIT_UNPRIVILEGED_ENV_SETTING = "ACCEPT_NVIDIA_VISIBLE_DEVICES_ENVVAR_WHEN_UNPRIVILEGED"
-# Kubernetes' own PriorityClasses (system-cluster-critical, system-node-critical) start with this.
-SYSTEM_PRIORITY_CLASS_PREFIX = "system-"
-# Who creates a Job's pods: the Job controller, with or without its own service account
-# (kube-controller-manager --use-service-account-credentials).
-CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
-JOB_CONTROLLER_USERS = ("system:serviceaccount:kube-system:job-controller", CONTROLLER_MANAGER_USER)
-# The ValidatingAdmissionPolicies (each with a binding of the same name) and production's PriorityClass.
 # CDI device requests by annotation (the CDI spec's annotation key prefix), which a CDI-aware
 # runtime honours; and the directory whose mounts the toolkit reads as a device list when it
 # accepts device lists as volume mounts. Neither has an honest use in a team's pod.
 CDI_ANNOTATION_PREFIX = "cdi.k8s.io/"
 DEVICE_LIST_MOUNT_DIR = "/var/run/nvidia-container-devices"
+# Kubernetes' own PriorityClasses (system-cluster-critical, system-node-critical) start with this.
+SYSTEM_PRIORITY_CLASS_PREFIX = "system-"
+# kube-controller-manager without per-controller service accounts (with
+# --use-service-account-credentials each controller is system:serviceaccount:kube-system:<name>).
+CONTROLLER_MANAGER_USER = "system:kube-controller-manager"
+# The ValidatingAdmissionPolicies (each with a binding of the same name) and production's PriorityClass.
 GPU_ADMISSION_POLICY = "gpushare-gpu-through-kueue"
 PRIORITY_ADMISSION_POLICY = "gpushare-team-priority"
 KUEUE_ADMITS_POLICY = "gpushare-only-kueue-starts"
