@@ -62,16 +62,18 @@ def plan_and_changes(variables: dict, previous_text: str | None = None, defined_
 
 def _build(inventory: Inventory, current: dict | None, found: Problems | None = None) -> dict:
     """The Plan; PlanInvalid with ``found`` (the problems load_inventory deferred) and every
-    problem planning finds: the base state is planned whatever ``found`` holds, and each
-    window is checked even when the base state failed (only its planning needs the base)."""
+    problem planning finds, as far as a check does not rest on one that failed: the base
+    state's MIG layout is planned whatever ``found`` holds, its demand only when ``found`` is
+    empty (a server that breaks a device rule does not offer what the inventory meant); each
+    window's own rules are checked always, its state planned only when all went well before."""
     problems = found if found is not None else Problems()
     state = None
     try:
-        state = _plan_state(inventory, Problems(), suffix="", current=current)
+        state = _plan_state(inventory, Problems(), suffix="", current=current, demand=not problems)
     except PlanInvalid as invalid:
         problems.extend(invalid.problems)
-    windows = [_plan_window(inventory, name, state["nodes"] if state else None, problems)
-               for name in _window_names(inventory)]
+    base = state["nodes"] if state and not problems else None
+    windows = [_plan_window(inventory, name, base, problems) for name in _window_names(inventory)]
     problems.raise_if_any()
     _check_mps_without_mig(inventory, [state["nodes"]] + [w["nodes"] for w in windows], problems)
     problems.raise_if_any()
@@ -108,9 +110,11 @@ def _build(inventory: Inventory, current: dict | None, found: Problems | None = 
 
 # --------------------------------------------------------------------------- one state
 
-def _plan_state(inventory: Inventory, problems: Problems, suffix: str, current: dict | None = None) -> dict:
+def _plan_state(inventory: Inventory, problems: Problems, suffix: str, current: dict | None = None,
+                demand: bool = True) -> dict:
     """One full state; ``suffix`` names a window's configs. Workload demand is checked in
-    the base state only: inside a window the workloads of the changed GPUs are off.
+    the base state only (and not with ``demand`` False): inside a window the workloads of the
+    changed GPUs are off.
     ``current``: (node, index) -> (MIG partition or None, slices) now, to keep (the base state).
     Raises PlanInvalid as soon as a step records a problem: later steps may rely on it."""
     warnings: list[str] = []
@@ -121,7 +125,7 @@ def _plan_state(inventory: Inventory, problems: Problems, suffix: str, current: 
     problems.raise_if_any()
     whole_team = _assign_whole_gpus(inventory, layouts)
     nodes = [_node_record(n, sharing[n.name], layouts, whole_team, suffix) for n in inventory.nodes]
-    if not suffix:
+    if not suffix and demand:
         _check_demand(inventory, nodes, problems, warnings)
     dynamic = dynamic_mig.plan_dynamic(inventory, problems, warnings)
     capacities, labels = _capacities(nodes, dynamic)
@@ -674,7 +678,7 @@ def _plan_window(inventory: Inventory, name: str, base_nodes: list[dict] | None,
     """The state inside window ``name``, checked like the base state (model.check_state);
     its problems are added to ``problems`` (then None is returned). Only the servers the
     window changes are checked (the base state's check covers the others); it is planned only
-    when the base state was (``base_nodes``; None: the base state failed)."""
+    when the base state was (``base_nodes``; None: the base state has problems)."""
     inside = _inside_window(inventory, name, base_nodes or [])
     window_problems = Problems()
     changed = {n.name for n in inventory.nodes if any(w.name == name for g in n.gpus for w in g.windows)}
