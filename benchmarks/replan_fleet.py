@@ -20,21 +20,34 @@ edit is applied to the first plan (as issue 18 measured), else to the previous o
 at the end.
 Checks every plan (layouts place, every replica on a slice that holds it).
 
+With --playbook the same re-planning goes through ansible-playbook, as a person runs it:
+plan_fleet.fleet(NODES, SERVICES) (--plan-fleet, default 1,000 servers and 20,000 services)
+written as an inventory, playbooks/plan.yml for the first plan, then five edits of the
+inventory in sequence, each planned against the last plan.json: a MIG service added, one
+removed, one resized, one given more replicas, a server leaving; then a run with no edit.
+Per run: CPU seconds (user and system of ansible-playbook and its workers, as GNU time counts
+them), wall seconds, peak RSS and the GPUs re-partitioned (read from the two plan.json files).
+
     make venv collection-link
     .venv/bin/python benchmarks/replan_fleet.py --gpus 1000 --replicas 2500 --sizes 250 --edits 100
     .venv/bin/python benchmarks/replan_fleet.py --edits 100                  # 16,000 GPUs, 40,000 replicas
     .venv/bin/python benchmarks/replan_fleet.py --plan-fleet 100 2000 --edits 100 --scratch 1   # issue 18's fleet
     .venv/bin/python benchmarks/replan_fleet.py --plan-fleet 100 2000 --edits 100 --scratch 1 --independent
+    .venv/bin/python benchmarks/replan_fleet.py --playbook                 # 1,000 servers through plan.yml
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
+import shutil
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from collections import Counter
 from dataclasses import replace
@@ -189,6 +202,83 @@ def plan_fleet_inputs(nodes: int, services: int):
     return candidates, demands
 
 
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _edit_inventory(inventory: Path, kind: str) -> str:
+    """Applies the edit ``kind`` to plan_fleet's inventory files; says what it did."""
+    workloads_file = inventory / "group_vars" / "all" / "workloads.yml"
+    workloads = json.loads(workloads_file.read_text())["gpushare_workloads"]
+    mig = [w for w in workloads if w.get("isolation") == "hardware"]
+    if kind == "server leaves":
+        hosts_file = inventory / "hosts.yml"
+        hosts = json.loads(hosts_file.read_text())
+        gone = sorted(hosts["all"]["children"]["gpushare_gpu_nodes"]["hosts"])[-1]
+        del hosts["all"]["children"]["gpushare_gpu_nodes"]["hosts"][gone]
+        hosts_file.write_text(json.dumps(hosts, indent=1) + "\n")
+        (inventory / "host_vars" / ("%s.yml" % gone)).unlink()
+        return "%s leaves" % gone
+    if kind == "add":
+        workloads.append({"name": "svc-new", "team": "inference", "kind": "serving", "isolation": "hardware",
+                          "memory_gib": 12, "gpu_model": "h100-80gb"})
+        done = "svc-new (12 GiB, MIG) added"
+    elif kind == "remove":
+        workloads.remove(mig[0])
+        done = "%s removed" % mig[0]["name"]
+    elif kind == "resize":
+        mig[1]["memory_gib"] = 20 if mig[1]["memory_gib"] != 20 else 30
+        done = "%s resized to %s GiB" % (mig[1]["name"], mig[1]["memory_gib"])
+    else:
+        mig[2]["replicas"] = 3
+        done = "%s to 3 replicas" % mig[2]["name"]
+    workloads_file.write_text(json.dumps({"gpushare_workloads": workloads}) + "\n")
+    return done
+
+
+def _repartitioned(old_text: str | None, new_text: str) -> int | None:
+    """GPUs whose MIG partition changes between two plan.json texts (changes.plan_changes)."""
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planners import changes
+    if old_text is None:
+        return None
+    new = json.loads(new_text)
+    old = changes.parse_previous(old_text, new["cluster"]["name"])
+    return len(changes.plan_changes(old, new)["repartitioned"])
+
+
+def playbook_runs(nodes: int, services: int) -> dict:
+    """plan.yml on plan_fleet.fleet(nodes, services): the first plan, five edits, no edit."""
+    import plan_fleet
+
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        inventory = plan_fleet.write_inventory(plan_fleet.fleet(nodes, services), Path(tmp) / "inventory")
+        plan_dir = Path(tmp) / "plan"
+        env = dict(os.environ, ANSIBLE_CONFIG=str(ROOT / "ansible.cfg"), ANSIBLE_COLLECTIONS_PATH=str(ROOT / ".collections"),
+                   ANSIBLE_LOCALHOST_WARNING="false", ANSIBLE_PYTHON_INTERPRETER=sys.executable, ANSIBLE_NOCOLOR="1")
+        playbook = shutil.which("ansible-playbook", path=os.path.dirname(sys.executable))
+        previous = None
+        for kind in ["first plan", "add", "remove", "resize", "more replicas", "server leaves", "no edit"]:
+            done = _edit_inventory(inventory, kind) if kind not in ("first plan", "no edit") else kind
+            before, wall = resource.getrusage(resource.RUSAGE_CHILDREN), time.perf_counter()
+            proc = subprocess.run([playbook, "-i", str(inventory / "hosts.yml"), str(ROOT / "playbooks" / "plan.yml"),
+                                   "-e", "gpushare_plan_dir=%s" % plan_dir], capture_output=True, text=True, env=env,
+                                  check=False)
+            wall, after = time.perf_counter() - wall, resource.getrusage(resource.RUSAGE_CHILDREN)
+            if proc.returncode:
+                raise SystemExit("plan.yml failed after %s:\n%s%s" % (done, proc.stdout[-3000:], proc.stderr[-3000:]))
+            text = (plan_dir / "plan.json").read_text()
+            rows.append({"run": kind, "edit": done, "repartitioned": _repartitioned(previous, text),
+                         "cpu_seconds": round(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime, 2),
+                         "user_seconds": round(after.ru_utime - before.ru_utime, 2),
+                         "system_seconds": round(after.ru_stime - before.ru_stime, 2),
+                         "wall_seconds": round(wall, 2), "load_average": " ".join("%.1f" % x for x in os.getloadavg())})
+            print(json.dumps(rows[-1]), file=sys.stderr, flush=True)
+            previous = text
+    return {"fleet": "plan_fleet.fleet(%d, %d) through ansible-playbook playbooks/plan.yml" % (nodes, services),
+            "runs": rows, "peak_rss_mib_of_a_child": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024),
+            "cpu_seconds": summary([r["cpu_seconds"] for r in rows])}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--gpus", type=int, default=16000)
@@ -202,7 +292,12 @@ def main() -> None:
                         help="apply each edit to the first plan, not to the previous one (issue 18's measure)")
     parser.add_argument("--plan-fleet", type=int, nargs=2, metavar=("NODES", "SERVICES"),
                         help="start from the MIG part of plan_fleet.fleet(NODES, SERVICES) instead")
+    parser.add_argument("--playbook", action="store_true",
+                        help="re-plan plan_fleet.fleet through ansible-playbook playbooks/plan.yml (five edits)")
     args = parser.parse_args()
+    if args.playbook:
+        print(json.dumps(playbook_runs(*(args.plan_fleet or (1000, 20000))), indent=2))
+        return
     if args.plan_fleet:
         candidates, demands = plan_fleet_inputs(*args.plan_fleet)
         args.gpus, args.replicas, args.sizes = len(candidates), len(demands), len({d.need_mib for d in demands})

@@ -15,13 +15,13 @@ from __future__ import annotations
 import os
 import tempfile
 import traceback
+from collections.abc import Mapping
 
 from ansible.module_utils.basic import missing_required_lib
 from ansible.plugins.action import ActionBase
 from ansible.utils.display import Display
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import GPU_OPERATOR_NAMESPACE
-from ansible_collections.gpushare.cluster.plugins.filter.gpushare import inventory_nodes
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import plain
 
 try:
@@ -93,11 +93,17 @@ class ActionModule(ActionBase):
         for option, (name, default) in INVENTORY.items():
             value = params[option]
             if value is None:
-                value = self._templar.template(task_vars[name]) if name in task_vars else default
+                value = task_vars.get(name, default)
+                # Templating 20,000 workloads costs seconds; a value without Jinja is its own result.
+                value = value if static(value) else self._templar.template(value)
             variables[name] = value
         nodes = params['nodes']
         if nodes is None:
-            nodes = inventory_nodes(task_vars.get('groups', {}).get(GPU_GROUP, []), task_vars['hostvars'])
+            # As the inventory_nodes filter, hostvars[host].gpushare_node, templated only where needed.
+            hostvars, nodes = task_vars['hostvars'], {}
+            for host in task_vars.get('groups', {}).get(GPU_GROUP, []):
+                node = hostvars.raw_get(host).get('gpushare_node')
+                nodes[host] = node if static(node) else hostvars[host].get('gpushare_node')
         variables['gpushare_nodes'] = nodes
         defined = params['defined_variables']
         if defined is None:
@@ -131,6 +137,23 @@ class ActionModule(ActionBase):
         written = write_files(dest, files, self._task.check_mode) if dest else []
         return dict(changed=bool(written), written=written, plan=plan, changes=changes, manifests=manifests,
                     summary=summary, window={k: window[k] for k in ('name', 'from', 'until')} if window else None)
+
+
+def static(value):
+    """Whether ``value`` holds no string with Jinja in it (``{{``, ``{%`` or ``{#``), so that
+    templating it would give it back unchanged."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if '{{' in item or '{%' in item or '{#' in item:
+                return False
+        elif isinstance(item, Mapping):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return True
 
 
 def crash(stage, error):
