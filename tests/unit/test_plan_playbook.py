@@ -207,3 +207,23 @@ def test_the_problems_of_a_bad_inventory_are_printed_once(tmp_path):
     rc, out = run_playbook_text("plan.yml", inventory / "hosts.yml", "-e", "gpushare_plan_dir=%s" % (tmp_path / "plan"))
     assert rc != 0
     assert out.count("hostvars[gpu01].gpushare_node.gpu_model: unknown GPU model (got 'h2OO')") == 1, out
+
+
+def test_inventory_values_written_with_jinja_are_templated(tmp_path):
+    """The plan action reads the inventory itself and templates only values holding Jinja: a
+    host's gpushare_node, gpushare_policy and gpushare_workloads written with templates plan
+    exactly as the same values written out."""
+    plain_dir, jinja_dir = tmp_path / "plain", tmp_path / "jinja"
+    assert run_plan(EXAMPLES / "four-gpu-server" / "hosts.yml", plain_dir)[0] == 0
+    inventory = tmp_path / "inventory"
+    shutil.copytree(EXAMPLES / "four-gpu-server", inventory)
+    for path, old, new in [
+            ("host_vars/gpu01.yml", "gpu_model: h200 ", "gpu_model: \"{{ 'h2' ~ '00' }}\" "),
+            ("group_vars/all/policy.yml", "cluster_name: example-day", "cluster_name: \"{{ 'example' ~ '-day' }}\""),
+            ("group_vars/all/workloads.yml", "- name: vllm-chat ", "- name: \"{{ 'vllm' ~ '-chat' }}\" ")]:
+        target = inventory / path
+        assert old in target.read_text(), (path, old)
+        target.write_text(target.read_text().replace(old, new, 1))
+    rc, result, err = run_plan(inventory / "hosts.yml", jinja_dir)
+    assert rc == 0, plan_task(result).get("msg")
+    assert (jinja_dir / "plan.json").read_text() == (plain_dir / "plan.json").read_text()
