@@ -9,7 +9,9 @@ tables, cited per model in gpu_catalog.py). Used on every fuzzed inventory that 
 - every MIG service replica has exactly one slice, big enough, of an allowed model and profile;
 - for each Kueue ResourceFlavor and GPU resource, the nominal quotas of the ClusterQueues and the
   Cohort (the pool no team owns) add up to what the nodes of that flavor advertise (no quota
-  without a device behind it, no device without a quota), window states included.
+  without a device behind it, no device without a quota), window states included; dynamic MIG's
+  memory-counter quota (MiB) is at most what its GPUs' counters hold (NVML's full-GPU instance
+  memory, tests/unit/mig_grid_oracle.py), and a dynamic GPU is on a node of its flavor.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware.gpu_catalog import CATALOG, lookup
+
+from mig_grid_oracle import H200
+
+# Dynamic MIG's Kueue resource: MiB of the claimed devices' memory counter (docs/dynamic-mig.md).
+DYNAMIC_MIG = "gpushare.cluster/mig-memory"
 
 MIB_PER_GIB = 1024
 
@@ -96,15 +103,23 @@ def quota_problems(plan: dict) -> list[str]:
     states += [(w["name"], _window_nodes(plan, w), w["kueue"]["objects"]) for w in plan["windows"]]
     for state, nodes, objects in states:
         quota: Counter = Counter()
+        dynamic: Counter = Counter()
         for o in objects:
             if o["kind"] not in ("ClusterQueue", "Cohort"):   # the Cohort holds the unowned pool
                 continue
             for group in o["spec"].get("resourceGroups", []):
                 for flavor in group["flavors"]:
                     for r in flavor["resources"]:
-                        if r["name"] not in ("cpu", "memory"):
+                        if r["name"] == DYNAMIC_MIG:
+                            dynamic[(flavor["name"], r["name"])] += int(str(r["nominalQuota"]).rstrip("Mi") or 0)
+                        elif r["name"] not in ("cpu", "memory"):
                             quota[(flavor["name"], r["name"])] += int(r["nominalQuota"])
         flavors = _flavor_nodes(plan["kueue"]["objects"] + objects, nodes)
+        for (flavor, resource), mib in sorted(dynamic.items()):
+            gpus = sum(1 for node in flavors.get(flavor, []) for g in node["gpus"] if g["mode"] == "mig-dynamic")
+            if mib > gpus * H200["7g.141gb"][2]:
+                found.append("%s: %s %s quota %d MiB, %d dynamic GPUs' counters hold %d"
+                             % (state, flavor, resource, mib, gpus, gpus * H200["7g.141gb"][2]))
         for (flavor, resource), n in sorted(quota.items()):
             if flavor not in flavors:
                 found.append("%s: quota on flavor %s, which selects no node" % (state, flavor))

@@ -9,6 +9,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing
     DRA, MIG, MIG_DYNAMIC, MODES, MPS, TIMESLICE, WHOLE)
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import (
     RECUT_STEPS, by_team, dynamic_lines, has_changes, restart_line)
+from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_dynamic_mig
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.day_states import day_states, switch_text, switches
 
 
@@ -97,12 +98,13 @@ def report_markdown(plan: dict, changes: dict | None = None) -> str:
     for w in plan["workloads"]:
         if w["sharing"] == MIG:
             where = ", ".join("%s GPU %d %s" % (s["node"], s["gpu"], s["profile"]) for s in w["slices"])
-        elif w["sharing"] == DRA:
-            where = "ResourceClaimTemplate `%s`" % w["claim_template"]
+        elif w["sharing"] == DRA or w.get("claim_template"):
+            where = "ResourceClaimTemplate `%s`%s" % (w["claim_template"], " (%s)" % w["profile"] if w.get("profile") else "")
         else:
             where = "queued in `%s`" % w["queue"]
         out.append("| %s | %s | %s | %s | %d x %d GPU | %s |" % (
             w["name"], w["team"], w["kind"], w["sharing"], w["replicas"], w["gpus_per_replica"], where))
+    out += render_dynamic_mig.report_lines(plan)
     out += _states_of_the_day(plan)
     out += switch_lines(plan)
     if plan["warnings"]:

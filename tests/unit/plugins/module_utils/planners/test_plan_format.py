@@ -18,7 +18,7 @@ TOP = {"format", "cluster", "teams", "nodes", "workloads", "kueue", "dra", "wind
 
 
 CLUSTER = {"name", "kubernetes_distribution", "cohort", "mig_leftover", "cpu_memory_quota", "allow_disruption",
-           "timezone"}
+           "timezone", "kubernetes"}
 
 
 NODE = {"name", "model", "product", "gpu_count", "host_driver", "dra", "cpus", "memory_gib", "labels", "gpus",
@@ -45,7 +45,7 @@ def test_the_plan_has_the_keys_of_docs_plan_format():
         assert "`%s`" % key in doc or "`%s[]`" % key in doc, key   # the lists above are the document's
     assert set(planned) == TOP
     assert set(planned["cluster"]) == CLUSTER
-    assert set(planned["dra"]) == {"claim_templates", "nodes"}
+    assert set(planned["dra"]) == {"claim_templates", "nodes", "feature_gates", "dynamic_mig"}
     assert all(set(team) == TEAM for team in planned["teams"])
     assert {w["name"]: set(w) for w in planned["workloads"]} == {
         w["name"]: WORKLOAD | ({"slices"} if w["sharing"] == "mig" else set()) for w in planned["workloads"]}
