@@ -229,7 +229,8 @@ start kube-apiserver "$BIN/kube-apiserver" \
   --authorization-mode Node,RBAC --enable-admission-plugins NodeRestriction \
   --service-account-issuer https://kubernetes.default.svc.cluster.local \
   --service-account-key-file "$PKI/sa.pub" --service-account-signing-key-file "$PKI/sa.key" \
-  --service-cluster-ip-range 10.96.0.0/16 --allow-privileged=true --profiling=false
+  --service-cluster-ip-range 10.96.0.0/16 --allow-privileged=true --profiling=false \
+  ${GPUSHARE_TWIN_KUBE_FEATURE_GATES:+--feature-gates=$GPUSHARE_TWIN_KUBE_FEATURE_GATES}
 wait_for kube-apiserver "/readyz ok" 120 admin_probe "$API/readyz"
 
 # ---- controller-manager and scheduler ----------------------------------------------
@@ -241,12 +242,13 @@ start kube-controller-manager "$BIN/kube-controller-manager" \
   --use-service-account-credentials=true \
   --service-account-private-key-file "$PKI/sa.key" --root-ca-file "$PKI/ca.crt" \
   --cluster-signing-cert-file "$PKI/ca.crt" --cluster-signing-key-file "$PKI/ca.key" \
-  --profiling=false
+  --profiling=false ${GPUSHARE_TWIN_KUBE_FEATURE_GATES:+--feature-gates=$GPUSHARE_TWIN_KUBE_FEATURE_GATES}
 start kube-scheduler "$BIN/kube-scheduler" \
   --kubeconfig "$CONF/scheduler.kubeconfig" \
   --authentication-kubeconfig "$CONF/scheduler.kubeconfig" \
   --authorization-kubeconfig "$CONF/scheduler.kubeconfig" \
-  --bind-address 127.0.0.1 --secure-port "$P_SCHED" --leader-elect=false --profiling=false
+  --bind-address 127.0.0.1 --secure-port "$P_SCHED" --leader-elect=false --profiling=false \
+  ${GPUSHARE_TWIN_KUBE_FEATURE_GATES:+--feature-gates=$GPUSHARE_TWIN_KUBE_FEATURE_GATES}
 # Their serving certificates are self-signed in memory; only /healthz is read, on loopback.
 wait_for kube-controller-manager "/healthz ok" 60 probe --insecure "https://127.0.0.1:$P_KCM/healthz"
 wait_for kube-scheduler "/healthz ok" 60 probe --insecure "https://127.0.0.1:$P_SCHED/healthz"
@@ -307,6 +309,8 @@ integrations:
 EOF
   for fw in "${KUEUE_FRAMEWORKS[@]}"; do echo "  - \"$fw\""; done
 } > "$CONF/kueue-config.yaml"
+# GPUSHARE_TWIN_KUBE_FEATURE_GATES (above): Kubernetes feature gates of kube-apiserver,
+# kube-controller-manager and kube-scheduler, e.g. DRAPartitionableDevices=true (test_dynamic_mig.py).
 # GPUSHARE_TWIN_KUEUE_EXTRA_CONFIG: top-level keys appended to Kueue's Configuration, e.g. a
 # MultiKueue manager's "multiKueue: {workerLostTimeout: 20s}" (tests/multikueue/three-twins.sh).
 [ -z "${GPUSHARE_TWIN_KUEUE_EXTRA_CONFIG:-}" ] || printf '%s\n' "$GPUSHARE_TWIN_KUEUE_EXTRA_CONFIG" >> "$CONF/kueue-config.yaml"
