@@ -58,7 +58,7 @@ def check(problems, nodes) -> None:
         card = gpu_catalog.CATALOG[node.model]
         mine = [g for g in node.gpus if g.mode == MIG_DYNAMIC]
         for gpu in mine:
-            if card.mig_capable and not dynamic_capable(node.model):
+            if card.mig_capable and card.architecture in MIG_MODE_NEEDS_RESET:
                 problems.add(gpu.path + ".mode", "%s is %s: the DRA driver cannot turn MIG mode on without a GPU "
                              "reset, so it cannot make slices per claim there" % (card.key, card.architecture),
                              MIG_DYNAMIC, "mig, whole or auto on %s" % card.key,

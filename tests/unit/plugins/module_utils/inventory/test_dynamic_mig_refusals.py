@@ -86,3 +86,11 @@ def test_all_problems_at_once():
     found = problems(inventory(l40s=dict(DYNAMIC, gpu_model="l40s"), nodra=dict(DYNAMIC, dra=False)))
     assert {"hostvars[l40s].gpushare_node.gpus[0].mode", "hostvars[l40s].gpushare_node.gpus[1].mode",
             "hostvars[nodra].gpushare_node.dra"} <= set(found)
+
+
+def test_dynamic_mode_on_a_model_whose_driver_counters_are_unknown():
+    """An H100 80GB is Hopper, but the collection has not read the memory counter the driver
+    publishes for its profiles, so its quotas could not be sized."""
+    node = dict(DYNAMIC, gpu_model="h100-80gb")
+    p = problems(inventory(h100=node))["hostvars[h100].gpushare_node.gpus[0].mode"]
+    assert p.value == "mig-dynamic" and "h200-141gb" in p.allowed and "DRIVER_MEMORY_MIB" in p.hint
