@@ -11,7 +11,9 @@ the scheduler allocates a 1g + 1g + 2g + 3g pod on one H200 on distinct memory s
 refuses a further 1g (no start on the eighth slice); Kueue charges each claim the memory counter
 and, under the planned quota, admits seven 1g.18gb jobs and holds the eighth (which a quota of
 the GPU's whole memory counter would have admitted and no placement could hold), and every
-admitted job's pod is scheduled. Not shown here: production's reclaim and a resize on the twin.
+admitted job's pod is scheduled; a service resized from 1g.18gb to 2g.35gb gets a 2g device under
+its new template and quota while another service's pod keeps its slice (same pod, same device, the
+node never cordoned). Not shown here: production's reclaim.
 """
 
 from __future__ import annotations
@@ -188,3 +190,60 @@ def test_planned_quota_keeps_out_the_mix_no_placement_holds(twin, plan):
         return running if len(running) == 7 else None
 
     twin.wait_for("every admitted job's pod scheduled on its slice", bound, 90)
+
+
+def test_a_resize_takes_a_new_slice_and_moves_no_other_pod(twin, plan):
+    """small is resized from 1g.18gb to 2g.35gb (mig_profile): its new template and quota are
+    applied, its own Job is replaced, and the new pod gets a 2g device while steady's pod keeps
+    running on its 1g slice, same pod, same device, the node never cordoned."""
+    for i in range(8):
+        twin.request("DELETE", "/apis/batch/v1/namespaces/inference/jobs/small-%d?propagationPolicy=Background" % i,
+                     ok=(200, 202, 404))
+    twin.wait_for("the 1g jobs' pods gone", lambda: not [
+        p for p in twin.get("/api/v1/namespaces/inference/pods")["items"] if p["metadata"]["name"].startswith("small-")], 90)
+    inventory = _inventory()
+    inventory["gpushare_workloads"].append({"name": "steady", "team": "inference", "kind": "serving",
+                                            "sharing": "mig-dynamic", "memory_gib": 12})
+    before = build_plan(inventory)
+    for w in inventory["gpushare_workloads"]:
+        if w["name"] == "small":
+            w.pop("memory_gib")
+            w["mig_profile"] = "2g.35gb"
+    after = build_plan(inventory)
+    for template in before["dra"]["claim_templates"] + after["dra"]["claim_templates"]:
+        try:
+            twin.create("/apis/resource.k8s.io/v1/namespaces/%s/resourceclaimtemplates" % template["metadata"]["namespace"],
+                        template)
+        except Exception:           # small-1g.18gb exists from the fixture
+            pass
+    templates = {w["name"]: w["claim_template"] for w in before["dra"]["dynamic_mig"]["workloads"]}
+    twin.create("/apis/batch/v1/namespaces/inference/jobs", _job("steady", templates["steady"]))
+    twin.create("/apis/batch/v1/namespaces/inference/jobs", _job("small-v1", templates["small"]))
+
+    def pod_of(job):
+        pods = [p for p in twin.get("/api/v1/namespaces/inference/pods")["items"]
+                if p["metadata"].get("labels", {}).get("job-name") == job and p["spec"].get("nodeName")]
+        return pods[0] if pods else None
+
+    steady = twin.wait_for("steady bound", lambda: pod_of("steady"), 90)
+    twin.wait_for("small-v1 bound", lambda: pod_of("small-v1"), 90)
+    steady_claim = steady["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    steady_device = twin.wait_for("steady's claim allocated", lambda: _allocated(twin, steady_claim), 60)
+    # The resize: the new quota, small's old Job replaced by one asking for the new template.
+    queue = next(o for o in after["kueue"]["objects"] if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "inference")
+    current = twin.get("/apis/kueue.x-k8s.io/v1beta2/clusterqueues/inference")
+    twin.request("PUT", "/apis/kueue.x-k8s.io/v1beta2/clusterqueues/inference",
+                 dict(queue, metadata=dict(queue["metadata"], resourceVersion=current["metadata"]["resourceVersion"])))
+    twin.request("DELETE", "/apis/batch/v1/namespaces/inference/jobs/small-v1?propagationPolicy=Background",
+                 ok=(200, 202, 404))
+    new_template = next(w["claim_template"] for w in after["dra"]["dynamic_mig"]["workloads"] if w["name"] == "small")
+    assert new_template == "small-2g.35gb"
+    twin.create("/apis/batch/v1/namespaces/inference/jobs", _job("small-v2", new_template))
+    resized = twin.wait_for("small-v2 bound", lambda: pod_of("small-v2"), 90)
+    claim = resized["status"]["resourceClaimStatuses"][0]["resourceClaimName"]
+    device = twin.wait_for("small-v2's claim allocated", lambda: _allocated(twin, claim), 60)
+    assert device.startswith("gpu-0-mig-2g35gb-")
+    still = twin.get("/api/v1/namespaces/inference/pods/%s" % steady["metadata"]["name"])
+    assert still["metadata"]["uid"] == steady["metadata"]["uid"] and not still["metadata"].get("deletionTimestamp")
+    assert _allocated(twin, steady_claim) == steady_device
+    assert not twin.get("/api/v1/nodes/%s" % NODE)["spec"].get("unschedulable")
