@@ -342,7 +342,7 @@ problems:
   elements: dict
 crash:
   description:
-    - When the planner or a renderer crashed (a bug to report): C(stage) (what was being done, e.g.
+    - When the planner or a renderer crashed (a bug to report), C(stage) (what was being done, e.g.
       C(rendering the report (report.md))), C(error) (the exception's type), C(message) and
       C(traceback_file) (where its traceback was written; with C(-vvv) it is in C(msg) too).
   returned: failure, on a crash
