@@ -13,7 +13,8 @@ and, under the planned quota, admits seven 1g.18gb jobs and holds the eighth (wh
 the GPU's whole memory counter would have admitted and no placement could hold), and every
 admitted job's pod is scheduled; a service resized from 1g.18gb to 2g.35gb gets a 2g device under
 its new template and quota while another service's pod keeps its slice (same pod, same device, the
-node never cordoned). Not shown here: production's reclaim.
+node never cordoned); production (reclaimWithinCohort: Any) takes back the counter quota research
+borrowed: a research Job is preempted (InCohortReclamation) and production's pod gets the slice.
 """
 
 from __future__ import annotations
@@ -247,3 +248,39 @@ def test_a_resize_takes_a_new_slice_and_moves_no_other_pod(twin, plan):
     assert still["metadata"]["uid"] == steady["metadata"]["uid"] and not still["metadata"].get("deletionTimestamp")
     assert _allocated(twin, steady_claim) == steady_device
     assert not twin.get("/api/v1/nodes/%s" % NODE)["spec"].get("unschedulable")
+
+
+def test_production_reclaims_what_research_borrowed(twin, plan):
+    """research owns no dynamic GPU and borrows inference's whole counter quota with seven 1g
+    Jobs; inference (production, reclaimWithinCohort: Any) then submits one: Kueue evicts a
+    research Job and admits inference's, whose pod gets the freed slice."""
+    for name in ("steady", "small-v2"):
+        twin.request("DELETE", "/apis/batch/v1/namespaces/inference/jobs/%s?propagationPolicy=Background" % name,
+                     ok=(200, 202, 404))
+    twin.wait_for("inference's pods gone", lambda: not twin.get("/api/v1/namespaces/inference/pods")["items"], 90)
+    inventory = _inventory()
+    inventory["gpushare_workloads"].append({"name": "scratch", "team": "research", "kind": "batch",
+                                            "sharing": "mig-dynamic", "memory_gib": 12})
+    borrowed = build_plan(inventory)
+    template = next(t for t in borrowed["dra"]["claim_templates"] if t["metadata"]["namespace"] == "research")
+    twin.create("/apis/resource.k8s.io/v1/namespaces/research/resourceclaimtemplates", template)
+    for i in range(7):
+        twin.create("/apis/batch/v1/namespaces/research/jobs", dict(_job("scratch-%d" % i, template["metadata"]["name"]),
+                    metadata={"name": "scratch-%d" % i, "namespace": "research",
+                              "labels": {"kueue.x-k8s.io/queue-name": "research"}}))
+
+    def admitted(ns):
+        return [w for w in twin.get("/apis/kueue.x-k8s.io/v1beta2/namespaces/%s/workloads" % ns)["items"]
+                if (condition(w, "Admitted") or {}).get("status") == "True"]
+
+    twin.wait_for("research borrows all seven slices", lambda: len(admitted("research")) == 7, 90)
+    twin.create("/apis/batch/v1/namespaces/inference/jobs", _job("reclaim", "small-1g.18gb"))
+    twin.wait_for("inference's Job admitted", lambda: admitted("inference"), 90)
+    evicted = [w for w in twin.get("/apis/kueue.x-k8s.io/v1beta2/namespaces/research/workloads")["items"]
+               if (condition(w, "Evicted") or {}).get("status") == "True"]
+    assert evicted and condition(evicted[0], "Preempted")["reason"] == "InCohortReclamation"
+
+    def bound():
+        return [p for p in twin.get("/api/v1/namespaces/inference/pods")["items"] if p["spec"].get("nodeName") == NODE]
+
+    twin.wait_for("inference's pod bound on the freed slice", bound, 90)
