@@ -268,6 +268,10 @@ def kueue_starts_policy(plan: dict) -> dict:
                                "(it admitted the Job\\'s pods at the parallelism it had); not ' + "
                                "request.userInfo.username"),
          "reason": "Forbidden"},
+        {"expression": "request.operation != 'CREATE' || object.kind != 'ResourceClaim' || variables.controller",
+         "message": ("ResourceClaims in team namespaces are made from a pod's ResourceClaimTemplate by the "
+                     "resource claim controller, which Kueue counts; a claim made by hand is not"),
+         "reason": "Forbidden"},
         {"expression": ("request.operation != 'CREATE' || !variables.dra || variables.controller || "
                         "variables.deviceRequests.all(r, (!has(r.exactly) || %s) && (!has(r.deviceClassName) || %s) && "
                         "(!has(r.firstAvailable) || r.firstAvailable.all(s, s.deviceClassName in variables.deviceClasses)))"
@@ -275,10 +279,6 @@ def kueue_starts_policy(plan: dict) -> dict:
          "messageExpression": ("object.kind + ' ' + object.metadata.name + ' asks for a device class Kueue does not "
                                "count: team namespaces may ask only for ' + (size(variables.deviceClasses) > 0 ? "
                                "variables.deviceClasses.join(', ') : 'none')"),
-         "reason": "Forbidden"},
-        {"expression": "request.operation != 'CREATE' || object.kind != 'ResourceClaim' || variables.controller",
-         "message": ("ResourceClaims in team namespaces are made from a pod's ResourceClaimTemplate by the "
-                     "resource claim controller, which Kueue counts; a claim made by hand is not"),
          "reason": "Forbidden"},
     ]
     kinds = [(group, resource) for group, resource, _kind in SUSPENDED_KINDS]
