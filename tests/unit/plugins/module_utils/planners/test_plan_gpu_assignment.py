@@ -225,10 +225,12 @@ def test_what_a_team_may_borrow_is_capped_by_its_borrowing_limit():
     variables["gpushare_nodes"]["gpu01"]["gpus"][2] = {"index": 2, "mode": "whole", "team": "production"}
     variables["gpushare_workloads"] = [{"name": "fine-tune", "team": "training", "kind": "training",
                                         "sharing": "whole", "gpus": 3}]
-    # training owns GPU 3; production lends GPUs 0 and 2, of which training may borrow 1: 3 > 1 + 1.
-    warnings = plan.build_plan(variables)["warnings"]
-    assert any(w.startswith("team training wants 3 whole GPUs on h200-141gb but owns 1 and may borrow at most 1: "
-                            "1 can never run at once") for w in warnings), warnings
+    # training owns GPU 3; production lends GPUs 0 and 2, of which training may borrow 1: 3 > 1 + 1 in
+    # every state of the day (the example's only window lends GPU 2, now production's), so it is refused.
+    with pytest.raises(PlanInvalid) as refused:
+        plan.build_plan(variables)
+    assert "workload fine-tune needs 3 whole GPUs on one server" in str(refused.value)
+    assert "the base state at most 2 (gpu01)" in str(refused.value)
 
 
 def test_a_team_without_a_borrowing_limit_may_borrow_every_lent_replica():
