@@ -28,7 +28,7 @@ try:
     from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid
     from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.model import CLOCK
     from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import active_window, local_clock, plan_and_changes
-    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import PreviousPlanError
+    from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import PreviousPlanError, previous_plan_path
     from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.plan_files import (
         RenderCrash, plan_files, summary_lines, window_manifests)
     IMPORT_ERROR = None
@@ -114,7 +114,8 @@ class ActionModule(ActionBase):
     def _plan(self, params, task_vars):
         variables, defined = self._variables(params, task_vars)
         dest = params['dest']
-        previous = params['previous'] or (os.path.join(dest, 'plan.json') if dest else None)
+        # The applied plan when one is recorded, else the last plan.json (docs/day-two.md).
+        previous = params['previous'] or (previous_plan_path(dest) if dest else None)
         try:
             plan, changes = plan_and_changes(variables, read_previous(previous), defined, previous)
         except PlanInvalid as invalid:

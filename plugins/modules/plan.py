@@ -226,12 +226,13 @@ options:
     type: path
   previous:
     description:
-      - The C(plan.json) of the last run, read as the GPUs' current state. With
+      - The plan last applied, read as the GPUs' current state. With
         C(gpushare_policy.replan=stable) (the default) the MIG planner keeps every current
         partition it can, so an edit re-partitions (and drains) only the GPUs it must; RV(changes)
         lists what changes against it. C(replan=optimal) plans from scratch and still compares.
-      - Default C(plan.json) under O(dest). A missing file means the first plan. A file that is not
-        a plan of this format and cluster fails the run, naming the file and the fix.
+      - Default C(applied-plan.json) under O(dest) (the plan C(site.yml) applied last) when there is
+        one, else C(plan.json) under O(dest) (docs/day-two.md). No file means the first plan. A file
+        that is not a plan of this format and cluster fails the run, naming the file and the fix.
     type: path
 attributes:
   check_mode:

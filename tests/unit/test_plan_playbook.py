@@ -227,3 +227,24 @@ def test_inventory_values_written_with_jinja_are_templated(tmp_path):
     rc, result, err = run_plan(inventory / "hosts.yml", jinja_dir)
     assert rc == 0, plan_task(result).get("msg")
     assert (jinja_dir / "plan.json").read_text() == (plain_dir / "plan.json").read_text()
+
+
+def test_changes_are_listed_against_the_applied_plan_until_one_is_applied(tmp_path):
+    """docs/day-two.md: with applied-plan.json in the plan directory, plan.yml lists its changes
+    against it, not against the plan.json of the last plan.yml, so a second plan.yml without
+    applying lists the same changes."""
+    plan_dir = tmp_path / "plan"
+    inventory = tmp_path / "inventory"
+    shutil.copytree(EXAMPLES / "four-gpu-server", inventory)
+    assert run_plan(inventory / "hosts.yml", plan_dir)[0] == 0
+    shutil.copy(plan_dir / "plan.json", plan_dir / "applied-plan.json")  # as site.yml records it
+    workloads = inventory / "group_vars" / "all" / "workloads.yml"
+    body = yaml.safe_load(workloads.read_text())
+    gone = body["gpushare_workloads"].pop()
+    workloads.write_text(yaml.safe_dump(body))
+    for _run in range(2):
+        rc, result, err = run_plan(inventory / "hosts.yml", plan_dir)
+        assert rc == 0, err
+        changes = plan_task(result)["changes"]
+        assert changes["against"]["file"] == str(plan_dir / "applied-plan.json")
+        assert any(gone["name"] in json.dumps(item) for item in changes["ended"]), changes["ended"]
