@@ -23,8 +23,10 @@ Checks every plan (layouts place, every replica on a slice that holds it).
 With --playbook the same re-planning goes through ansible-playbook, as a person runs it:
 plan_fleet.fleet(NODES, SERVICES) (--plan-fleet, default 1,000 servers and 20,000 services)
 written as an inventory, playbooks/plan.yml for the first plan, then five edits of the
-inventory in sequence, each planned against the last plan.json: a MIG service added, one
-removed, one resized, one given more replicas, a server leaving; then a run with no edit.
+inventory in sequence, each planned against the plan directory's current state (the last
+plan.json, or applied-plan.json once a re-plan has kept it, docs/day-two.md): a MIG service
+added, one removed, one resized, one given more replicas, a server leaving; then a run with no
+edit. GPUs re-partitioned are counted between consecutive plan.json files.
 Per run: CPU seconds (user and system of ansible-playbook and its workers, as GNU time counts
 them), wall seconds, peak RSS and the GPUs re-partitioned (read from the two plan.json files).
 
@@ -236,7 +238,7 @@ def _edit_inventory(inventory: Path, kind: str) -> str:
 
 
 def _repartitioned(old_text: str | None, new_text: str) -> int | None:
-    """GPUs whose MIG partition changes between two plan.json texts (changes.plan_changes)."""
+    """GPUs whose MIG partition changes from one plan.json text to the next (changes.plan_changes)."""
     from ansible_collections.gpushare.cluster.plugins.module_utils.planners import changes
     if old_text is None:
         return None
