@@ -959,7 +959,7 @@ def summarize(doc):
     if speech_unlimited and speech_equal:
         # the heaviest of the five small services under the equal limit, against MPS without limits
         s["mps_equal_cap_vs_unlimited_heavier_service_throughput"] = _ratio(speech_equal["per_s"],
-                                                                           speech_unlimited["per_s"])
+                                                                            speech_unlimited["per_s"])
     heavy_ts = _case(doc, "timeslice", "five_heavy").get("totals", {}).get("heavy_matmuls_per_s")
     heavy_mps = _case(doc, "mps_unlimited", "five_heavy").get("totals", {}).get("heavy_matmuls_per_s")
     if heavy_ts and heavy_mps:

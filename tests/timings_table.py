@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
 """The table of suite timings in docs/testing.md, written from a run rather than by hand.
@@ -53,7 +52,7 @@ def table(text: str) -> str:
     lines += ["| %s | %s | %s |" % (suite, _duration(seconds), result) for suite, seconds, result in rows]
     if total is not None:
         lines.append("| all of `make test` | %s | %s |" % (
-            _duration(total), "passed" if all(r == "passed" for _, _, r in rows) else "failed"))
+            _duration(total), "passed" if all(r == "passed" for _name, _seconds, r in rows) else "failed"))
     return "\n".join(lines) + "\n"
 
 

@@ -106,7 +106,7 @@ def test_a_rerun_while_the_sync_runs_waits_for_it_and_starts_none(awx):
     run that does not wait for it meets "Playbook not found for project") and only then
     creates the rest, starting no sync of its own."""
     ee = awx.add("execution_environments", {"name": "gpushare execution environment", "image": "gpushare-ee:latest",
-                                             "pull": "missing", "organization": 1})
+                                            "pull": "missing", "organization": 1})
     awx.sync_polls = 2
     awx.add("projects", {"name": "gpushare", "organization": 1, "scm_type": "git", "scm_url": GIT, "scm_branch": "main",
                          "scm_update_on_launch": False, "default_environment": ee["id"]})

@@ -66,7 +66,7 @@ def fixture_twin(plan, tmp_path_factory):
         twin = Twin(read_env(state / "twin.env"))
         for obj in device_classes():
             twin.create("/apis/resource.k8s.io/v1/deviceclasses", obj)
-        labels = dict(next(n for n in plan["nodes"] if n["name"] == NODE)["labels"], **{
+        labels = dict([n for n in plan["nodes"] if n["name"] == NODE][0]["labels"], **{
             "nvidia.com/gpu.product": "NVIDIA-H200"})
         twin.create("/api/v1/nodes", {"apiVersion": "v1", "kind": "Node", "metadata": {
             "name": NODE, "labels": labels, "annotations": {"kwok.x-k8s.io/node": "fake"}},
@@ -138,14 +138,18 @@ def test_the_scheduler_places_1g_1g_2g_3g_and_refuses_an_eighth_slice(twin):
                             if all(_allocated(twin, c) for c in profiles) else None, 60)
     used = []
     for device in devices:           # gpu-0-mig-<profile>-<id>-<start>
-        *_, start = device.split("-")
+        start = device.split("-")[-1]
         size = {"1g18gb": 1, "2g35gb": 2, "3g71gb": 4}[device.split("-")[3]]
         used += range(int(start), int(start) + size)
     assert len(used) == len(set(used)) == 8
     twin.create("/apis/resource.k8s.io/v1/namespaces/inference/resourceclaims", _claim("e-1g", "1g.18gb"))
     twin.create("/api/v1/namespaces/inference/pods", _pod("one-more", ["e-1g"]))
-    pod = twin.wait_for("the fifth slice refused", lambda: (lambda p: p if (condition(p, "PodScheduled") or {}).get(
-        "reason") == "Unschedulable" else None)(twin.get("/api/v1/namespaces/inference/pods/one-more")), 60)
+
+    def unschedulable():
+        pod = twin.get("/api/v1/namespaces/inference/pods/one-more")
+        return pod if (condition(pod, "PodScheduled") or {}).get("reason") == "Unschedulable" else None
+
+    pod = twin.wait_for("the fifth slice refused", unschedulable, 60)
     assert not pod["spec"].get("nodeName")
     for pod_name in ("four-slices", "one-more"):
         twin.request("DELETE", "/api/v1/namespaces/inference/pods/%s?gracePeriodSeconds=0" % pod_name, ok=(200, 202, 404))

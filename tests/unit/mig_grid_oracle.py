@@ -25,7 +25,7 @@ SLICES = 8
 @lru_cache(maxsize=None)
 def places(counts: tuple[tuple[str, int], ...], gpus: int) -> bool:
     """Whether instances ``counts`` (profile, n) fit ``gpus`` GPUs: try every start on every GPU."""
-    instances = sorted((p for p, n in counts for _ in range(n)), key=lambda p: -H200[p][0])
+    instances = sorted((p for p, n in counts for _copy in range(n)), key=lambda p: -H200[p][0])
 
     @lru_cache(maxsize=None)
     def fill(i: int, masks: tuple[int, ...]) -> bool:

@@ -54,7 +54,7 @@ def broken_links(page: Path, root: Path = ROOT) -> list[str]:
         for target in LINK.findall(re.sub(r"`[^`]*`", "", line)):
             if re.match(r"^[a-z][a-z0-9+.-]*:", target):      # http:, https:, mailto: ...
                 continue
-            path, _, anchor = target.partition("#")
+            path, _hash, anchor = target.partition("#")
             resolved = (page.parent / path).resolve() if path else page
             if not resolved.exists():
                 problems.append("%s: %s (no such file)" % (page.relative_to(root), target))

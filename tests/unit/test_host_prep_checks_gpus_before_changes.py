@@ -49,14 +49,14 @@ def flat_tasks(name: str = "main.yml", tasks: list | None = None) -> list[tuple[
 
 def test_the_gpu_check_comes_before_every_change():
     tasks = flat_tasks()
-    modules = [m for _, m in tasks]
+    modules = [m for _file, m in tasks]
     assert modules.count(GPU_CHECK) == 1, tasks
     check = modules.index(GPU_CHECK)
     before = tasks[:check]
-    assert {f for f, _ in before} <= {"preflight.yml"}, before
-    assert {m for _, m in before} <= READ_ONLY, before
+    assert {f for f, _module in before} <= {"preflight.yml"}, before
+    assert {m for _file, m in before} <= READ_ONLY, before
     # the files that change the host all come after it
-    assert {"packages.yml", "kernel.yml", "repositories_Debian.yml", "time.yml", "firewall.yml"} <= {f for f, _ in tasks[check:]}
+    assert {"packages.yml", "kernel.yml", "repositories_Debian.yml", "time.yml", "firewall.yml"} <= {f for f, _module in tasks[check:]}
 
 
 def _fake_nvidia_smi(tmp_path):
@@ -90,8 +90,8 @@ def test_a_wrong_inventory_fails_in_preflight_and_nothing_else_runs(tmp_path):
     failed = [name for name, res in role_tasks if res.get("failed")]
     assert failed == ["gpushare.cluster.host_prep : Host driver | GPUs and driver, checked against the inventory's gpushare_node"]
     assert role_tasks[-1][0] == failed[0]
-    assert all(name.split(" : ", 1)[1].startswith("Preflight | ") for name, _ in role_tasks[:-1]), role_tasks
+    assert all(name.split(" : ", 1)[1].startswith("Preflight | ") for name, _result in role_tasks[:-1]), role_tasks
     message = role_tasks[-1][1]["msg"]
     assert "gpu_count is 8 but nvidia-smi lists 1 GPU" in message, message
     assert "h100" in message and "H200" in message, message
-    assert all(not res.get("changed") for _, res in ran)
+    assert all(not res.get("changed") for _name, res in ran)

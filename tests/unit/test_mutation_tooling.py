@@ -134,8 +134,8 @@ def test_a_row_without_a_reason_is_refused(tmp_path):
 def test_the_explained_survivors_name_modules_of_the_run_once_each_with_a_reason():
     rows = survivors.read_explained(survivors.EXPLAINED)
     modules = set(_selection_of(RUN_SH.read_text()))
-    assert len(rows) > 200 and {module for module, _ in rows} <= modules
-    assert all(len(mutant.rsplit(" ", 1)) == 2 and mutant.rsplit(" ", 1)[1].isdigit() for _, mutant in rows)
+    assert len(rows) > 200 and {module for module, _mutant in rows} <= modules
+    assert all(len(mutant.rsplit(" ", 1)) == 2 and mutant.rsplit(" ", 1)[1].isdigit() for _module, mutant in rows)
     lines = [line for line in survivors.EXPLAINED.read_text().splitlines() if line and not line.startswith("#")]
     assert len(lines) == len(rows) + 1      # the header; no row twice
 

@@ -206,7 +206,7 @@ def report_markdown(advice: dict, change_lines: list[str], plan_check: str) -> s
     if advice.get("calibration"):
         lines += ["Sharing modes compared by measurements on %s, %s (the calibration; `calibration` of the "
                   "usage_advisor module for your own card's)." % (advice["calibration"]["source"],
-                                                                   advice["calibration"].get("runs_text", "one run")), ""]
+                                                                  advice["calibration"].get("runs_text", "one run")), ""]
     lines += _outages_section(advice)
     lines += _repairs_section(advice.get("repairs") or [])
     lines += _services_section(advice["services"])

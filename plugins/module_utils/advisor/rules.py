@@ -216,7 +216,7 @@ class Case:
         if not cal.mps_serves_more:
             return ("not MPS: in the calibration (%s; %s) small inference services under MPS served %.3fx the "
                     "inferences of time-slicing, not more in every run" % (cal.source, cal.spread_text(),
-                                                                            cal.mps_vs_timeslice))
+                                                                           cal.mps_vs_timeslice))
         if self.heavy_neighbours and cal.mps_starves_next_to_heavy:
             return ("not MPS: it shared its card with %s; next to heavy loops a light service served %.3fx its "
                     "time-sliced throughput under MPS without limits, and equal limits cut a heavier service to %.3f of "

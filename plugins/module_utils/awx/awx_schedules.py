@@ -175,13 +175,13 @@ def project_and_inventory_source(settings: dict) -> dict:
         # one on a manual project but accepts the project's update): the role removes it.
         return {"project": project, "inventory_source": None,
                 "inventory_source_absent": {"name": source_name, "inventory": settings["inventory"]}, "notes": [
-            "No inventory source: the project is manual (gpushare_awx_project_scm_url is empty) and AWX refuses an "
-            "SCM inventory source on a manual project ('Cannot use manual project for SCM-based inventory'). Fill the "
-            "inventory %r once from the copy under AWX's projects root, e.g. in the awx-task container: awx-manage "
-            "inventory_import --inventory-name %s --source /var/lib/awx/projects/%s/%s; or set "
-            "gpushare_awx_project_scm_url for a git project with an inventory source."
-            % (settings["inventory"], settings["inventory"], settings.get("project_local_path") or "<local_path>",
-               settings.get("inventory_source_path") or "<inventory file>")]}
+                    "No inventory source: the project is manual (gpushare_awx_project_scm_url is empty) and AWX refuses an "
+                    "SCM inventory source on a manual project ('Cannot use manual project for SCM-based inventory'). Fill the "
+                    "inventory %r once from the copy under AWX's projects root, e.g. in the awx-task container: awx-manage "
+                    "inventory_import --inventory-name %s --source /var/lib/awx/projects/%s/%s; or set "
+                    "gpushare_awx_project_scm_url for a git project with an inventory source."
+                    % (settings["inventory"], settings["inventory"], settings.get("project_local_path") or "<local_path>",
+                       settings.get("inventory_source_path") or "<inventory file>")]}
     return {"project": project, "notes": [], "inventory_source_absent": None, "inventory_source": {
         "name": source_name, "inventory": settings["inventory"], "source": "scm",
         "source_project": settings["project"], "source_path": settings.get("inventory_source_path") or ""}}

@@ -85,7 +85,7 @@ def guarantee(model: str, profiles: tuple[str, ...], gpus: int, max_states: int 
     one = {tuple(dict(p).get(name, 0) for name in profiles)
            for p in mig_geometry.patterns(model, profiles)} | {(0,) * len(profiles)}
     reach = {(0,) * len(profiles)}
-    for _ in range(gpus):
+    for _gpu in range(gpus):
         reach = {tuple(a + b for a, b in zip(r, o)) for r in reach for o in one}
         if len(reach) > max_states:
             return _first_fit_bound(model, profiles, gpus, capacity)
@@ -163,7 +163,7 @@ def kubernetes_needs(plan_nodes) -> dict:
         return {}
     return {"feature_gates": {KUBERNETES_GATE: True}, "minimum_minor": MINIMUM_KUBERNETES,
             "why": "mig-dynamic GPUs on %s" % ", ".join(sorted({n["name"] for n in plan_nodes
-                                                              for g in n["gpus"] if g["mode"] == MIG_DYNAMIC}))}
+                                                                for g in n["gpus"] if g["mode"] == MIG_DYNAMIC}))}
 
 
 def gpu_shares(gpus, quota_mib: int) -> dict:

@@ -34,5 +34,5 @@ def report_lines(plan: dict) -> list[str]:
     out += ["", "| workload | team | ResourceClaimTemplate | profile | charged |", "|---|---|---|---|---|"]
     for w in dynamic["workloads"]:
         out.append("| %s | %s | `%s` | %s | %d MiB |" % (w["name"], w["team"], w["claim_template"], w["profile"],
-                                                      w["charge_mib"]))
+                                                         w["charge_mib"]))
     return out

@@ -166,7 +166,7 @@ def test_mps_is_proposed_only_where_every_run_measured_it_ahead(bench, tmp_path)
     doc["summary"], doc["spread"] = bench.summarize_runs(doc)
     doc["runs_done"] = 3
     assert doc["spread"]["mps_vs_timeslice_small_inference_throughput"] == {"min": 0.95, "median": 1.6, "max": 1.6,
-                                                                              "runs": 3}
+                                                                            "runs": 3}
     path = tmp_path / "mixed.json"
     path.write_text(json.dumps(doc))
     usage, _truth = usage_synth.l40s_fleet()

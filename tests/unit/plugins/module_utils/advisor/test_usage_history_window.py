@@ -45,10 +45,10 @@ def test_a_service_seen_an_hour_short_of_min_days_still_counts():
     days = 20
     assert days * STEPS_PER_DAY - 1740 == 14 * STEPS_PER_DAY - 12
     enough = speech_of(ua.advise(_seen_from(usage_synth.example_day(days=days), "speech-to-text", 1740),
-                               example_inventory(), check=False))
+                                 example_inventory(), check=False))
     assert enough["status"] != "not_enough_data", enough
     short = speech_of(ua.advise(_seen_from(usage_synth.example_day(days=days), "speech-to-text", 1741),
-                              example_inventory(), check=False))
+                                example_inventory(), check=False))
     assert short["status"] == "not_enough_data" and short["reason"].endswith("; needs 14"), short
 
 

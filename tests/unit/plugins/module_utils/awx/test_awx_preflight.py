@@ -44,7 +44,7 @@ def test_all_missing_objects_are_reported_at_once():
     problems = pre.named_object_problems({"organizations": ORGS, "credentials": []},
                                          dict(NAMED, organization="Platform"))
     assert [p.split(":")[0] for p in problems] == ["gpushare_awx_organization", "gpushare_awx_machine_credential",
-                                                    "gpushare_awx_kubeconfig_credential"]
+                                                   "gpushare_awx_kubeconfig_credential"]
     assert problems[0] == ("gpushare_awx_organization: no organization named 'Platform' in AWX; create it or set "
                            "the option to one of: 'Default'")
     assert problems[1].endswith("AWX has no credentials yet")

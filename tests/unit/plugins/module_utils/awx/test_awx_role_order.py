@@ -13,7 +13,6 @@ import yaml
 from inventories import ROOT
 
 
-
 def _module(task: dict) -> str:
     return next(k for k in task if "." in k and k.split(".")[0] in ("ansible", "awx", "gpushare"))
 

@@ -246,7 +246,7 @@ def test_random_fleets_list_exactly_the_pods_that_restart():
     checked = restarts = recuts = 0
     while checked < FLEETS:
         variables, text = _planned(rng)
-        for _ in range(2):
+        for _edit in range(2):
             random_edit(rng, variables)
         variables["gpushare_policy"]["replan"] = rng.choice(["stable", "stable", "optimal"])
         try:

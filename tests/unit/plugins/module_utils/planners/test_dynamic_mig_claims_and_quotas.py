@@ -139,7 +139,7 @@ def test_each_team_gets_its_gpus_share_of_the_guaranteed_quota(plan):
     3g.71gb, so the total is the brute force's quota, and each team's nominal is half of it.
     research borrows at most one GPU's share; production (inference) does not borrow and
     reclaims at once; nothing is left to the cohort."""
-    total, _ = brute_force(("1g.18gb", "1g.35gb", "3g.71gb"), 2)
+    total = brute_force(("1g.18gb", "1g.35gb", "3g.71gb"), 2)[0]
     queues = {o["metadata"]["name"]: o["spec"] for o in plan["kueue"]["objects"] if o["kind"] == "ClusterQueue"}
 
     def entry(team):

@@ -29,7 +29,7 @@ def _resized() -> dict:
 
 
 def test_a_resize_changes_only_templates_and_quotas_and_evicts_nothing():
-    previous, _ = plan_and_changes(load_example("static-and-dynamic-mig"))
+    previous = plan_and_changes(load_example("static-and-dynamic-mig"))[0]
     plan, change = plan_and_changes(_resized(), json.dumps(previous))
     assert change["repartitioned"] == [] and change["gpus"] == [] and change["labels"] == []
     # Only embedder's own pods restart, for their new template; chat's third replica starts.
@@ -51,7 +51,7 @@ def test_a_resize_changes_only_templates_and_quotas_and_evicts_nothing():
 def test_a_static_gpu_made_dynamic_is_named_with_the_order_of_steps():
     """h200-static GPU 0 is cut by the MIG Manager; made mig-dynamic (its server a DRA server),
     the change list says to apply it as a whole GPU first."""
-    previous, _ = plan_and_changes(load_example("static-and-dynamic-mig"))
+    previous = plan_and_changes(load_example("static-and-dynamic-mig"))[0]
     inventory = _resized()
     node = inventory["gpushare_nodes"]["h200-static"]
     node["dra"] = True
