@@ -206,6 +206,7 @@ GATE = "kueue.x-k8s.io/admission"
 KUEUE = "/apis/kueue.x-k8s.io/v1beta2"
 NEVER_FITS = {GPU: 8}     # more than gpu01 has: Kueue keeps it suspended (gated) for good
 RUNS = {"pod-complete.stage.kwok.x-k8s.io/delay": "1h", "pod-complete.stage.kwok.x-k8s.io/jitter-delay": "1h"}
+QUICK = 1                 # the pods' termination grace: the controllers' deletions at teardown take no 30 s
 OWNER = "are written by the controller that creates it"
 GATED = "starts only when Kueue admits it"
 
@@ -227,7 +228,7 @@ def owner_ref(obj, kind=None) -> dict:
 
 def template_of(name, ns, requests, labels) -> dict:
     """A pod template of ``name`` (labelled app: name) with KWOK's run-for-an-hour annotation."""
-    spec = pod(name, ns, requests)["spec"]
+    spec = pod(name, ns, requests, terminationGracePeriodSeconds=QUICK)["spec"]
     spec.pop("restartPolicy")
     return {"metadata": {"labels": dict(labels, app=name), "annotations": dict(RUNS)}, "spec": spec}
 
@@ -238,6 +239,7 @@ def honest_workloads(ns, queue) -> list[dict]:
     label = {"kueue.x-k8s.io/queue-name": queue}
     train = job("honest-train", ns, {GPU: 1}, label)
     train["spec"]["template"]["metadata"] = {"labels": {"app": "honest-train"}, "annotations": dict(RUNS)}
+    train["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = QUICK
     serve = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "honest-serve", "namespace": ns,
                                                                          "labels": dict(label)},
              "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "honest-serve"}},
@@ -275,6 +277,7 @@ def fixture_bypass_targets(twin_session, members):
                    {"kueue.x-k8s.io/queue-name": prod_queue, "kueue.x-k8s.io/priority-class": "production"})
     prod_job["spec"]["template"]["metadata"] = {"labels": {"app": prod_job["metadata"]["name"]},
                                                 "annotations": dict(RUNS)}
+    prod_job["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] = QUICK
     created = [prod_client.create(collection(prod_job), prod_job)]
     decoy = job("decoy", ns, NEVER_FITS, label)
     stuck = pod("stuck", ns, NEVER_FITS, label)
