@@ -230,8 +230,8 @@ def kueue_starts_policy(plan: dict) -> dict:
     """The workloads Kueue suspends (SUSPENDED_KINDS) start only when Kueue admits them, and
     DRA claims ask only for what Kueue counts.
 
-    * Created suspended, unless by a controller: Kueue's webhooks suspend every one they manage
-      in a team namespace; one left running claims an owner Kueue leaves it to.
+    * Created suspended when it names a queue, unless by a controller: Kueue's webhooks suspend
+      every such one; one left running claims an owner Kueue leaves it to.
     * suspend goes from true to false only by a controller (Kueue; JobSet's for its child Jobs).
     * A running Job's parallelism is raised only by a controller (Kueue admitted its pods' worth).
     * ResourceClaimTemplates ask only for the device classes Kueue's deviceClassMappings count;
@@ -251,7 +251,9 @@ def kueue_starts_policy(plan: dict) -> dict:
     ]
     counted = "r.%s in variables.deviceClasses"
     validations = [
-        {"expression": "request.operation != 'CREATE' || variables.dra || variables.suspended || variables.controller",
+        # Unlabelled workloads are the queue-label rule's (gpu_policy): one rule per refusal.
+        {"expression": "request.operation != 'CREATE' || variables.dra || variables.suspended || variables.controller || "
+                       "%s == ''" % _label("object", names.QUEUE_LABEL),
          "messageExpression": ("object.kind + ' ' + object.metadata.name + ' in namespace ' + request.namespace + "
                                "' must be created suspended: Kueue suspends every workload it manages and starts it "
                                "when it admits it (it leaves alone one that names a workload as its owner: remove "

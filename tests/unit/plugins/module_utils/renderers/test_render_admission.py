@@ -396,6 +396,9 @@ def test_only_kueue_starts_a_suspended_workload():
     bare = workload("Job")
     del bare["spec"]["suspend"]
     assert start_refusals(bare)
+    # Without a queue label it is the queue-label rule's (gpushare-gpu-through-kueue refuses it if it asks for a GPU).
+    bare["metadata"]["labels"] = {}
+    assert start_refusals(bare) == []
 
 
 def test_parallelism_of_a_running_job_is_raised_only_by_kueue():
