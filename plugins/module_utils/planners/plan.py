@@ -457,24 +457,34 @@ def _check_runs_in_some_state(inventory: Inventory, base: list[dict], windows: l
     (the base state, each window): its team can never reach that many GPUs on one server, owned
     or borrowed, so Kueue would hold it forever. Refused, with each state's best server."""
     teams = {t.name: t for t in inventory.teams}
-    states = [("the base state", base)] + [
-        ("window %s (%s-%s)" % (w["name"], w["from"], w["until"]),
-         [next((m for m in w["nodes"] if m["name"] == n["name"]), n) for n in base]) for w in windows]
+    states = [("the base state", base)]
+    for w in windows:
+        changed: dict = {}
+        for m in w["nodes"]:
+            changed.setdefault(m["name"], m)
+        states.append(("window %s (%s-%s)" % (w["name"], w["from"], w["until"]), [changed.get(n["name"], n) for n in base]))
+    # Each server's whole-GPU owners counted once per state; the best server once per kind of
+    # workload (team, DRA or not, model), not once per workload: 20,000 workloads x 8,000 GPUs.
+    servers = []
+    for name, nodes in states:
+        owned = []
+        for n in nodes:
+            owners: dict = defaultdict(int)
+            for g in n["gpus"]:
+                if g["mode"] == WHOLE:
+                    owners[g["team"]] += 1
+            owned.append((n, owners))
+        servers.append((name, owned))
+    bests: dict = {}
     for w in inventory.workloads:
         if w.sharing not in (WHOLE, DRA) or w.team not in teams:
             continue
-        best = []
-        for name, nodes in states:
-            reach = []
-            for n in nodes:
-                if n["dra"] != (w.sharing == DRA) or (w.gpu_model and n["model"] != w.gpu_model):
-                    continue
-                owners: dict = defaultdict(int)
-                for g in n["gpus"]:
-                    if g["mode"] == WHOLE:
-                        owners[g["team"]] += 1
-                reach.append((_reach(teams[w.team], owners, teams), n["name"]))
-            best.append((name, max(reach, default=(0, "no server"))))
+        key = (w.team, w.sharing == DRA, w.gpu_model)
+        if key not in bests:
+            bests[key] = [(name, max(((_reach(teams[w.team], owners, teams), n["name"]) for n, owners in owned
+                                      if n["dra"] == (w.sharing == DRA) and not (w.gpu_model and n["model"] != w.gpu_model)),
+                                     default=(0, "no server"))) for name, owned in servers]
+        best = bests[key]
         if all(w.gpus > most for _name, (most, _node) in best):
             team = teams[w.team]
             problems.add(w.path + ".gpus", "workload %s needs %d whole GPUs on one server for each replica, and team %s "

@@ -21,14 +21,25 @@ from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import DRA, MIG, SHARED_MODES, WHOLE
 
 
-def shared_resources(plan: dict, mode: str, team: str) -> list[str]:
+def shared_owners(plan: dict) -> dict[str, dict]:
+    """mode -> {owner team or None (the cohort pool) -> the resources of the base state's GPUs
+    in that mode}: made once per plan, so each workload's lookup is by key."""
+    out: dict[str, dict] = {}
+    for n in plan["nodes"]:
+        for g in n["gpus"]:
+            if g.get("resource"):
+                out.setdefault(g["mode"], {}).setdefault(g["team"], set()).add(g["resource"])
+    return out
+
+
+def shared_resources(plan: dict, mode: str, team: str, owners: dict | None = None) -> list[str]:
     """The resources of the base state's GPUs shared in ``mode``: the team's own, else the
-    cohort pool's, else any team's (borrowed), in that order of preference."""
-    gpus = [g for n in plan["nodes"] for g in n["gpus"] if g["mode"] == mode and g.get("resource")]
-    for owners in ({team}, {None}, {g["team"] for g in gpus}):
-        found = sorted({g["resource"] for g in gpus if g["team"] in owners})
+    cohort pool's, else any team's (borrowed), in that order of preference. ``owners``:
+    shared_owners(plan), made here when not given."""
+    by_owner = (shared_owners(plan) if owners is None else owners).get(mode, {})
+    for found in (by_owner.get(team), by_owner.get(None), set().union(*by_owner.values())):
         if found:
-            return found
+            return sorted(found)
     return []
 
 
@@ -37,6 +48,7 @@ def pod_requests(plan: dict) -> dict[str, dict]:
     "groups"}; each group {"replicas": [replica numbers], "resource": name or None, "count":
     per pod, "claim_template": name or None, "profile": MIG profile or None}."""
     teams = {t["name"]: t for t in plan["teams"]}
+    owners = shared_owners(plan)
     out = {}
     for w in plan["workloads"]:
         team = teams[w["team"]]
@@ -55,7 +67,7 @@ def pod_requests(plan: dict) -> dict[str, dict]:
             groups = [{"replicas": list(range(w["replicas"])), "resource": names.GPU_RESOURCE,
                        "count": w["gpus_per_replica"], "claim_template": None, "profile": None}]
         elif w["sharing"] in SHARED_MODES:
-            found = shared_resources(plan, w["sharing"], w["team"])
+            found = shared_resources(plan, w["sharing"], w["team"], owners)
             groups = [{"replicas": list(range(w["replicas"])), "resource": found[0] if found else None, "count": 1,
                        "claim_template": None, "profile": None}]
         out[w["name"]] = {"team": w["team"], "kind": w["kind"], "sharing": w["sharing"],
@@ -78,4 +90,4 @@ def replica_requests(plan: dict) -> dict[tuple[str, int], dict]:
     return out
 
 
-__all__ = ["pod_requests", "replica_requests", "shared_resources"]
+__all__ = ["pod_requests", "replica_requests", "shared_owners", "shared_resources"]

@@ -60,3 +60,29 @@ def test_a_workload_that_can_run_only_inside_a_window_is_planned():
     with pytest.raises(PlanInvalid) as raised:
         build_plan(variables)
     assert any("the base state at most 1 (gpu01)" in p.message for p in raised.value.problems)
+
+
+@pytest.mark.parametrize("order", [("on-h200", "on-h100"), ("on-h100", "on-h200")])
+def test_each_workload_is_checked_against_the_servers_of_its_own_model(order):
+    """The check looks each server up once for all workloads alike (issue 37): two workloads of
+    one team that differ only in gpu_model still get each their own answer, in either order.
+    Training owns 3 whole GPUs of gpu01 (h200) and 1 of gpu02 (h100-80gb, 4 GPUs, the others
+    production's, which lends nothing): 3 GPUs on one h200 server are reachable, on an h100
+    server at most 1."""
+    variables = example_day()
+    _team(variables, "production")["lend"] = False
+    gpus = variables["gpushare_nodes"]["gpu01"]["gpus"]
+    gpus[1:3] = [{"index": 1, "mode": "whole", "team": "training"}, {"index": 2, "mode": "whole", "team": "training"}]
+    variables["gpushare_nodes"]["gpu02"] = {
+        "gpu_model": "h100-80gb", "gpu_count": 4, "cpus": 192, "memory_gib": 2048, "host_driver": False, "dra": False,
+        "gpus": [{"index": i, "mode": "whole", "team": "training" if i == 3 else "production"} for i in range(4)]}
+    models = {"on-h200": "h200", "on-h100": "h100-80gb"}
+    variables["gpushare_workloads"] = [w for w in variables["gpushare_workloads"] if w["name"] == "vllm-chat"] + [
+        {"name": name, "team": "training", "kind": "training", "sharing": "whole", "memory_gib": 120, "gpus": 3,
+         "gpu_model": models[name]} for name in order]
+    with pytest.raises(PlanInvalid) as raised:
+        build_plan(variables)
+    [problem] = raised.value.problems
+    assert problem.path == "gpushare_workloads[%d].gpus" % (1 + order.index("on-h100"))
+    assert "workload on-h100 needs 3 whole GPUs" in problem.message
+    assert "the base state at most 1 (gpu02)" in problem.message
