@@ -172,7 +172,10 @@ options:
         choices: [ignore, proportional]
         default: ignore
       allow_disruption:
-        description: Cordon and drain nodes with GPU pods before a MIG layout change.
+        description:
+          - To re-cut a GPU under running pods, cordon the node, evict the pods on the GPU, re-cut it
+            and uncordon. The pods are deleted, so PodDisruptionBudgets are not honoured. Without it
+            the run stops and names the pods.
         type: bool
         default: false
       timezone:
@@ -228,8 +231,9 @@ options:
     description:
       - The plan last applied, read as the GPUs' current state. With
         C(gpushare_policy.replan=stable) (the default) the MIG planner keeps every current
-        partition it can, so an edit re-partitions (and drains) only the GPUs it must; RV(changes)
-        lists what changes against it. C(replan=optimal) plans from scratch and still compares.
+        partition it can, so an edit re-cuts only the GPUs it must; RV(changes) lists what changes
+        against it, and keeps listing it until a plan is applied. C(replan=optimal) plans from
+        scratch and still compares.
       - Default C(applied-plan.json) under O(dest) (the plan C(site.yml) applied last) when there is
         one, else C(plan.json) under O(dest) (docs/day-two.md). No file means the first plan. A file
         that is not a plan of this format and cluster fails the run, naming the file and the fix.
@@ -324,11 +328,14 @@ written:
   elements: str
 changes:
   description:
-    - What the plan changes against O(previous) before anything is applied. C(previous) (false for a
-      first plan), C(replan), C(repartitioned) (C(<node> GPU <index>) of every GPU whose MIG partition
-      changes, each drained by the MIG Manager), C(gpus) (old and new layout and team of every GPU that
-      changes), C(moved) (service replicas on another slice), C(placed) and C(freed) (MIG replicas new on a
-      slice, or gone from one), C(quotas) and C(labels) (old and new values).
+    - What the plan changes against O(previous) before anything is applied (also in C(changes.md) and
+      C(changes.json) under O(dest)). C(previous) (false for a first plan), C(against) (the previous
+      plan's file and sha256), C(replan), C(repartitioned) (C(<node> GPU <index>) of every GPU re-cut
+      because its MIG partition changes; cordon the node, evict the pods on the GPU, re-cut, uncordon;
+      PodDisruptionBudgets are not honoured), C(gpus) (old and new layout and team of every GPU that
+      changes), C(restarts) (every pod that restarts, with C(reasons) (re-cut GPU, new resource, team
+      changed, mode changed, GPU removed) and C(manifest), the change its team makes), C(started) and
+      C(ended) (replicas new or gone), C(quotas) and C(labels) (old and new values).
   returned: success
   type: dict
 summary:
