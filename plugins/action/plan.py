@@ -192,6 +192,7 @@ def read_previous(path):
 def write_files(dest, files, check_mode):
     """Writes each file whose content differs under ``dest`` (not in check mode); returns their paths."""
     written = []
+    made = set()        # directories made or found: one makedirs each, not one per team file
     for item in files:
         path = os.path.join(dest, item['path'])
         content = item['content'].encode('utf-8')
@@ -205,11 +206,14 @@ def write_files(dest, files, check_mode):
         if check_mode:
             continue
         try:
-            os.makedirs(os.path.dirname(path), mode=0o755, exist_ok=True)
-            handle, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix='.' + os.path.basename(path))
+            directory = os.path.dirname(path)
+            if directory not in made:
+                os.makedirs(directory, mode=0o755, exist_ok=True)
+                made.add(directory)
+            handle, tmp = tempfile.mkstemp(dir=directory, prefix='.' + os.path.basename(path))
             with os.fdopen(handle, 'wb') as out:
+                os.fchmod(handle, 0o644)
                 out.write(content)
-            os.chmod(tmp, 0o644)
             os.replace(tmp, path)
         except OSError as err:
             raise PlanFailed('Cannot write the plan file %s: %s. Set gpushare_artifacts_dir (or gpushare_plan_dir) '

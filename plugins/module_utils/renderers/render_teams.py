@@ -15,7 +15,6 @@ are the teams' own objects (no managed-by label, so pruning never touches them).
 
 from __future__ import annotations
 
-import copy
 import re
 
 try:
@@ -88,13 +87,16 @@ def workload_objects(plan: dict, workload: str, req: dict) -> list[dict]:
         name = _object_name(workload, group, req["groups"])
         labels = _labels(name, req)
         meta = {"name": name, "namespace": req["namespace"], "labels": labels}
-        pod = _pod_spec(plan, name, req, group, namespace)
         count = len(group["replicas"])
         if kind == "Pod":
             for replica in group["replicas"]:
+                # A spec of its own per Pod (made again, cheaper than a deep copy): PyYAML
+                # would write one shared object as an anchor and aliases.
                 objects.append({"apiVersion": "v1", "kind": "Pod", "metadata": dict(
-                    meta, name="%s-%d" % (name, replica), labels=dict(labels)), "spec": copy.deepcopy(pod)})
+                    meta, name="%s-%d" % (name, replica), labels=dict(labels)),
+                    "spec": _pod_spec(plan, name, req, group, namespace)})
             continue
+        pod = _pod_spec(plan, name, req, group, namespace)
         template = {"metadata": {"labels": dict(labels)}, "spec": pod}
         if kind == "Deployment":
             spec = {"replicas": count, "selector": {"matchLabels": {APP_LABEL: name}}, "template": template}
@@ -267,13 +269,13 @@ def _scalar(value) -> str:
 
 
 def _mapping(mapping: dict, indent: int, out: list, lead: str | None = None) -> None:
-    pad = " " * indent
+    pad, known = " " * indent, _STRINGS
     for key, value in mapping.items():
-        head = (lead or pad) + _scalar(key) + ":"
+        head = (lead or pad) + (known.get(key) or _scalar(key)) + ":"
         lead = None
         kind = type(value)
         if kind is str:
-            out.append(head + " " + _string(value))
+            out.append(head + " " + (known.get(value) or _string(value)))
         elif kind is dict and value:
             out.append(head)
             _mapping(value, indent + 2, out)
