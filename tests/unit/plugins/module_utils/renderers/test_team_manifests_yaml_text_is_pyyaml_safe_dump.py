@@ -10,6 +10,7 @@ the ones YAML reads back as something else when plain ('true', 'on', '~', '08:00
 '0x1F', '1.0e+3', 'a:', '-', '@a', '---x') and long keys. Anything else (a float, a string
 with a space or a quote, a list in a list) goes to PyYAML itself, and is checked the same way."""
 
+# pylint: disable=protected-access  # the direct YAML path and its fallback, checked apart
 from __future__ import annotations
 
 import random
