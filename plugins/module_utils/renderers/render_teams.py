@@ -309,7 +309,7 @@ def _block_yaml(documents: list) -> str:
     directly: PyYAML's representer cost a millisecond a manifest (20 s for 20,000)."""
     out: list[str] = []
     for number, document in enumerate(documents):
-        if type(document) is not dict or not document:
+        if type(document) is not dict or not document:  # pylint: disable=unidiomatic-typecheck
             raise _NotBlockYaml(document)
         if number:
             out.append("---")

@@ -52,15 +52,15 @@ def document(rng: random.Random, depth: int = 0):
         return string(rng) if roll < 0.25 else rng.choice(SCALARS)
     if depth and roll < 0.55:
         # A list in a list is rare, as in manifests (PyYAML writes those documents).
-        return [document(rng, depth + 1) if rng.random() < 0.9 else [] for _ in range(rng.randint(0, 3))]
-    return {string(rng): document(rng, depth + 1) for _ in range(rng.randint(0 if depth else 1, 4))}
+        return [document(rng, depth + 1) if rng.random() < 0.9 else [] for _item in range(rng.randint(0, 3))]
+    return {string(rng): document(rng, depth + 1) for _key in range(rng.randint(0 if depth else 1, 4))}
 
 
 @pytest.mark.parametrize("seed", range(8))
 def test_brute_force_documents_are_written_as_pyyaml_writes_them(seed):
     rng = random.Random(seed)
-    for _ in range(500):
-        documents = [document(rng) for _ in range(rng.randint(1, 3))]
+    for _case in range(500):
+        documents = [document(rng) for _document in range(rng.randint(1, 3))]
         assert render_teams._dump_all(documents) == reference(documents), documents
 
 
@@ -68,8 +68,8 @@ def test_the_brute_force_documents_mostly_take_the_direct_path():
     # Else the test above would check PyYAML against itself.
     rng = random.Random(0)
     direct = 0
-    for _ in range(2000):
-        documents = [document(rng) for _ in range(rng.randint(1, 3))]
+    for _case in range(2000):
+        documents = [document(rng) for _document in range(rng.randint(1, 3))]
         try:
             render_teams._block_yaml(documents)
             direct += 1
