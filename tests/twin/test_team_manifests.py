@@ -9,10 +9,12 @@ created on the twin as they are written:
   (report.md: training has 1 free GPU and can borrow none by day).
 
 Everything created is deleted at the end, and its workloads gone, so later twin tests find
-the quota free.
+the quota free. test_zz_mixed_fleet.py does the same with mixed-fleet's manifests
+(applied_as_members, asks, running, admitting_queue).
 """
 from __future__ import annotations
 
+import contextlib
 import urllib.parse
 
 import pytest
@@ -42,6 +44,8 @@ def manifests(plan) -> list[tuple[str, dict]]:
             for obj in yaml.safe_load_all(f["content"]):
                 if obj["kind"] == "Job":
                     obj["spec"]["template"]["metadata"]["annotations"] = dict(RUNS)
+                # Pods go at once when the test deletes them (KWOK waits out a pod's grace period).
+                (obj["spec"] if obj["kind"] == "Pod" else obj["spec"]["template"]["spec"])["terminationGracePeriodSeconds"] = 0
                 out.append((f["path"].split("/")[1], obj))
     return out
 
@@ -52,14 +56,16 @@ def pods_of(twin, ns, app) -> list[dict]:
             if not p["metadata"].get("deletionTimestamp")]
 
 
-@pytest.fixture(name="created", scope="module")
-def fixture_created(twin_session, roles_apply, example_plan):
-    del roles_apply
-    teams = {t["name"]: t for t in example_plan["teams"]}
-    member = {name: twin_session.as_member(f"{name}-member", t["members"][0]) for name, t in teams.items()}
+@contextlib.contextmanager
+def applied_as_members(twin, plan):
+    """Each of the Plan's team manifests sent by a member of every other team (dry run) and
+    created by a member of its own; yields (refusals: (name, other team) -> HTTP status, the
+    created objects), then deletes them and waits until their workloads and pods are gone."""
+    teams = {t["name"]: t for t in plan["teams"]}
+    member = {name: twin.as_member(f"{name}-member", t["members"][0]) for name, t in teams.items()}
     refusals, made = {}, []
     try:
-        for team, obj in manifests(example_plan):
+        for team, obj in manifests(plan):
             for other in sorted(set(teams) - {team}):
                 try:
                     member[other].request("POST", collection(obj) + "?dryRun=All", obj)
@@ -70,13 +76,53 @@ def fixture_created(twin_session, roles_apply, example_plan):
         yield refusals, made
     finally:
         for obj in made:
-            twin_session.request("DELETE", f"{collection(obj)}/{obj['metadata']['name']}",
-                                 {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background",
-                                  "gracePeriodSeconds": 0}, ok=(200, 202, 404))
+            twin.request("DELETE", f"{collection(obj)}/{obj['metadata']['name']}",
+                         {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background",
+                          "gracePeriodSeconds": 0}, ok=(200, 202, 404))
         for space in sorted({o["metadata"]["namespace"] for o in made}):
-            twin_session.wait_for(f"no workloads or pods left in {space}", lambda space=space: not (
-                twin_session.get(f"{KUEUE}/namespaces/{space}/workloads")["items"]
-                or twin_session.get(f"/api/v1/namespaces/{space}/pods")["items"]), timeout=TIMEOUT)
+            twin.wait_for(f"no workloads or pods left in {space}", lambda space=space: not (
+                twin.get(f"{KUEUE}/namespaces/{space}/workloads")["items"]
+                or twin.get(f"/api/v1/namespaces/{space}/pods")["items"]), timeout=TIMEOUT)
+
+
+def asks(made) -> dict:
+    """app -> (namespace, the first container's limits) of the created objects."""
+    out = {}
+    for obj in made:
+        spec = obj["spec"] if obj["kind"] == "Pod" else obj["spec"]["template"]["spec"]
+        out[obj["metadata"]["labels"]["app.kubernetes.io/name"]] = (obj["metadata"]["namespace"],
+                                                                    spec["containers"][0]["resources"].get("limits", {}))
+    return out
+
+
+def running(twin, ns, app, count) -> list[dict]:
+    """Waits until exactly ``count`` pods of ``app`` run, ungated (Kueue admitted them); returns them."""
+    def ready():
+        pods = [p for p in pods_of(twin, ns, app) if p["status"].get("phase") == "Running"]
+        return pods if len(pods) == count else None
+    pods = twin.wait_for(f"{app}: {count} pod(s) running", ready, timeout=TIMEOUT)
+    for p in pods:
+        assert not p["spec"].get("schedulingGates"), p["metadata"]["name"]
+    return pods
+
+
+def admitting_queue(twin, pod) -> str | None:
+    """The ClusterQueue that admitted the pod's Workload (its Job's, for a Job's pod; its own,
+    for a plain or Deployment pod, which Kueue's pod integration manages), None if none did."""
+    ns = pod["metadata"]["namespace"]
+    owner = next((("Job", r["name"]) for r in pod["metadata"].get("ownerReferences", []) if r["kind"] == "Job"),
+                 ("Pod", pod["metadata"]["name"]))
+    for wl in twin.get(f"{KUEUE}/namespaces/{ns}/workloads")["items"]:
+        if owner in {(r["kind"], r["name"]) for r in wl["metadata"].get("ownerReferences", [])}:
+            return (wl["status"].get("admission") or {}).get("clusterQueue")
+    return None
+
+
+@pytest.fixture(name="created", scope="module")
+def fixture_created(twin_session, roles_apply, example_plan):
+    del roles_apply
+    with applied_as_members(twin_session, example_plan) as result:
+        yield result
 
 
 def test_another_teams_member_may_not_create_them(created):
@@ -86,21 +132,13 @@ def test_another_teams_member_may_not_create_them(created):
 
 def test_each_runs_where_the_plan_says_or_waits(twin_session, created, example_plan):
     _refusals, made = created
-    asks = {}
-    for obj in made:
-        spec = obj["spec"] if obj["kind"] == "Pod" else obj["spec"]["template"]["spec"]
-        asks[obj["metadata"]["labels"]["app.kubernetes.io/name"]] = (obj["metadata"]["namespace"],
-                                                                     spec["containers"][0]["resources"]["limits"])
+    apps = asks(made)
     for app, count in RUNNING.items():
-        ns, limits = asks[app]
-        running = twin_session.wait_for(f"{app}: {count} pod(s) running", lambda ns=ns, app=app, count=count: [
-            p for p in pods_of(twin_session, ns, app) if p["status"].get("phase") == "Running"][:count]
-            if len([p for p in pods_of(twin_session, ns, app) if p["status"].get("phase") == "Running"]) == count
-            else None, timeout=TIMEOUT)
-        for p in running:
-            assert p["spec"]["nodeName"] == "gpu01" and not p["spec"].get("schedulingGates")
+        ns, limits = apps[app]
+        for p in running(twin_session, ns, app, count):
+            assert p["spec"]["nodeName"] == "gpu01"
             assert p["spec"]["containers"][0]["resources"]["limits"] == {k: str(v) for k, v in limits.items()}
-    ns, _limits = asks["fine-tune"]
+    ns, _limits = apps["fine-tune"]
     job = twin_session.get(f"/apis/batch/v1/namespaces/{ns}/jobs/fine-tune")
     assert job["spec"]["suspend"] is True and not pods_of(twin_session, ns, "fine-tune")
     assert WAITING == {w["name"] for w in example_plan["workloads"]} - set(RUNNING)

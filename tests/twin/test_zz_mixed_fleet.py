@@ -54,6 +54,7 @@ import re
 import subprocess
 import sys
 import time
+from collections import Counter
 
 import pytest
 import yaml
@@ -62,6 +63,7 @@ import dra_devices
 import gpu_nodes
 from conftest import EXAMPLE, ROOT, run_playbook, write_results
 from test_example_day import cluster_queue_usage, job, workload_of
+from test_team_manifests import admitting_queue, applied_as_members, asks, running
 from twinclient import condition, is_true, state_dir
 
 MIXED = ROOT / "inventory-examples" / "mixed-fleet"
@@ -237,7 +239,7 @@ def fleet(twin_session, operator_sim):  # pylint: disable=unused-argument  # gpu
             for state in plan["nodes"]:
                 twin.wait_for(f"node {state['name']} Ready", lambda n=state["name"]: is_true(
                     twin.get(f"/api/v1/nodes/{n}"), "Ready"), timeout=TIMEOUT)
-            yield {"teams": teams, "hosts": hosts, "run": run, "dra_quota": plan["kueue"]["configuration"]["resources"][
+            yield {"plan": plan, "teams": teams, "hosts": hosts, "run": run, "dra_quota": plan["kueue"]["configuration"]["resources"][
                 "deviceClassMappings"][0]["name"]}
             delete_jobs(twin, namespaces)
     finally:
@@ -277,6 +279,52 @@ def test_mixed_fleet_applied_and_every_queue_admits(twin_session, fleet):
         node = twin.get(f"/api/v1/nodes/{pod['spec']['nodeName']}")
         assert node["metadata"]["labels"][MODEL_LABEL] == model, (team, pod["spec"]["nodeName"])
     delete_jobs(twin, [namespace_of(teams, t) for t in teams])
+
+
+def test_team_manifests_admitted_where_the_plan_says(twin_session, fleet):
+    """mixed-fleet's team manifests (renderers/render_teams, teams/<team>/<workload>.yaml),
+    created as test_team_manifests.py does the example day's: refused to a member of every other
+    team; created by a member of its team, every replica's Workload admitted by the team's
+    ClusterQueue and every replica running with the resource the Plan gives its workload: a MIG slice of the
+    Plan's profile, as many on each server as the Plan places slices there; whole GPUs on a
+    server whose GPUs the Plan leaves whole; a time-sliced replica on a server where the team
+    owns time-sliced GPUs; a DRA claim from the Plan's template allocated a device of the Plan's
+    DRA server, where the pod runs."""
+    twin, plan = twin_session, fleet["plan"]
+    gpus = [(n["name"], g) for n in plan["nodes"] for g in n["gpus"]]
+    start = time.monotonic()
+    with applied_as_members(twin, plan) as (refused, made):
+        assert refused and set(refused.values()) == {403}, refused
+        apps = asks(made)
+        assert set(apps) == {w["name"] for w in plan["workloads"]}, apps
+        planned_slices, got_slices = Counter(), Counter()
+        for w in plan["workloads"]:
+            ns, _limits = apps[w["name"]]
+            for pod in running(twin, ns, w["name"], w["replicas"]):
+                node, limits = pod["spec"]["nodeName"], pod["spec"]["containers"][0]["resources"].get("limits", {})
+                where = (w["name"], node, limits)
+                assert admitting_queue(twin, pod) == w["team"], where
+                if w["sharing"] == "mig":
+                    (profile,) = {s["profile"] for s in w["slices"]}
+                    assert limits == {f"nvidia.com/mig-{profile}": str(w["gpus_per_replica"])}, where
+                    got_slices[(profile, node)] += 1
+                elif w["sharing"] == "dra":
+                    assert not limits and node in plan["dra"]["nodes"], where
+                    assert [c.get("resourceClaimTemplateName") for c in pod["spec"]["resourceClaims"]] == [w["claim_template"]]
+                    (claim,) = pod["status"]["resourceClaimStatuses"]
+                    allocation = twin.get(f"/apis/resource.k8s.io/v1/namespaces/{ns}/resourceclaims/"
+                                          f"{claim['resourceClaimName']}")["status"]["allocation"]
+                    assert [r["pool"] for r in allocation["devices"]["results"]] == [node] * w["gpus_per_replica"], allocation
+                else:  # whole or time-sliced: a GPU of that mode (the team's, if time-sliced) on that node
+                    given = {(name, g["resource"]) for name, g in gpus if g["mode"] == w["sharing"]
+                             and (w["sharing"] == "whole" or g["team"] == w["team"])}
+                    ((resource, count),) = limits.items()
+                    assert (node, resource) in given and count == str(w["gpus_per_replica"]), (where, given)
+            for s in w.get("slices", []):
+                planned_slices[(s["profile"], s["node"])] += 1
+        assert got_slices == planned_slices
+        RESULTS["team_manifests"] = {"objects": len(made), "refused": len(refused), "pods": sum(
+            w["replicas"] for w in plan["workloads"]), "running_s": round(time.monotonic() - start, 1)}
 
 
 def test_borrowing_limit_caps_research(twin_session, fleet):
