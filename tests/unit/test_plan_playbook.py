@@ -248,3 +248,28 @@ def test_changes_are_listed_against_the_applied_plan_until_one_is_applied(tmp_pa
         changes = plan_task(result)["changes"]
         assert changes["against"]["file"] == str(plan_dir / "applied-plan.json")
         assert any(gone["name"] in json.dumps(item) for item in changes["ended"]), changes["ended"]
+
+
+def test_a_rerun_with_pending_changes_and_no_applied_plan_yet_changes_nothing(tmp_path):
+    """The second plan.yml after an edit keeps the first plan as applied-plan.json and lists the
+    changes against it; a third run of the same inventory then reads them from there and must
+    write the same changes.md and changes.json (the twin's site.yml rerun reported changed=1 when
+    the files named plan.json the first time and applied-plan.json the next)."""
+    plan_dir = tmp_path / "plan"
+    inventory = tmp_path / "inventory"
+    shutil.copytree(EXAMPLES / "four-gpu-server", inventory)
+    assert run_plan(inventory / "hosts.yml", plan_dir)[0] == 0
+    workloads = inventory / "group_vars" / "all" / "workloads.yml"
+    body = yaml.safe_load(workloads.read_text())
+    body["gpushare_workloads"].pop()
+    workloads.write_text(yaml.safe_dump(body))
+    written = []
+    for _run in range(2):
+        rc, result, err = run_plan(inventory / "hosts.yml", plan_dir)
+        assert rc == 0, err
+        written.append((plan_task(result)["changed"], (plan_dir / "changes.md").read_text(),
+                        (plan_dir / "changes.json").read_text()))
+    (first_changed, first_md, first_json), (again_changed, again_md, again_json) = written
+    assert first_changed and (plan_dir / "applied-plan.json").exists()
+    assert "applied-plan.json" in first_md and json.loads(first_json)["pending"]
+    assert (again_changed, again_md, again_json) == (False, first_md, first_json)

@@ -271,8 +271,19 @@ def has_changes(changes: dict) -> bool:
     return any(changes[k] for k in ("gpus", "restarts", "started", "ended", "quotas", "labels"))
 
 
+def recorded_against(changes: dict) -> dict:
+    """What names the previous plan in the files and output: pending changes read from the last
+    plan.json are kept as applied-plan.json beside it (renderers.plan_files), so they are named
+    by that file, as the next run, which reads it there, names them: an unchanged rerun then
+    writes the same changes.md and changes.json."""
+    a = dict(changes.get("against") or {})
+    if a.get("file") and os.path.basename(a["file"]) == PLAN_FILE and has_changes(changes):
+        a["file"] = os.path.join(os.path.dirname(a["file"]), APPLIED_PLAN)
+    return a
+
+
 def _against_text(changes: dict) -> str:
-    a = changes.get("against") or {}
+    a = recorded_against(changes)
     return "%s (sha256 %s)" % (a.get("file") or "the previous plan", (a.get("sha256") or "?")[:12])
 
 

@@ -17,7 +17,7 @@ import os
 from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners import mig_planner
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import (
-    APPLIED_PLAN, PLAN_FILE, change_lines, has_changes)
+    APPLIED_PLAN, PLAN_FILE, change_lines, has_changes, recorded_against)
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import against as previous_against
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import (
     render_manifests, render_report, render_svg, render_teams)
@@ -67,7 +67,8 @@ def changes_json(changes: dict) -> str:
     second run of an unchanged inventory writes nothing."""
     if not (changes["previous"] and has_changes(changes)):
         return json.dumps({"pending": False}, indent=2) + "\n"
-    return json.dumps(dict({k: v for k, v in changes.items() if k != "known_labels"}, pending=True), indent=2) + "\n"
+    return json.dumps(dict({k: v for k, v in changes.items() if k != "known_labels"}, against=recorded_against(changes),
+                           pending=True), indent=2) + "\n"
 
 
 def _baseline(changes: dict) -> list[dict]:

@@ -8,7 +8,7 @@ from ansible_collections.gpushare.cluster.plugins.module_utils import names
 from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.sharing_modes import (
     DRA, MIG, MIG_DYNAMIC, MODES, MPS, TIMESLICE, WHOLE)
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.changes import (
-    RECUT_STEPS, by_team, dynamic_lines, has_changes, restart_line)
+    RECUT_STEPS, by_team, dynamic_lines, has_changes, recorded_against, restart_line)
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers import render_dynamic_mig
 from ansible_collections.gpushare.cluster.plugins.module_utils.renderers.day_states import day_states, switch_text, switches
 
@@ -157,7 +157,7 @@ def changes_markdown(changes: dict) -> str:
         # The same text for a first plan and for the applied plan again: a rerun writes nothing.
         return ("# Changes not applied yet\n\nNone to list: this is the first plan (everything is new), or the plan "
                 "the cluster runs (plan.yml's summary says which).\n")
-    a = changes["against"] or {}
+    a = recorded_against(changes)
     out = ["# Changes not applied yet", "",
            "Against `%s` (sha256 `%s`), replan: %s. They stay listed, run after run, until site.yml applies "
            "this plan." % (a.get("file"), a.get("sha256"), changes["replan"]), ""]
