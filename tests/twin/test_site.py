@@ -78,17 +78,15 @@ WEBHOOK_NAMES = ("kueue-mutating-webhook-configuration", "kueue-validating-webho
 
 
 def restore_twin_webhooks(twin) -> None:
-    """If the chart did not leave its (rewritten) webhook configurations, put the twin's back,
-    so the tests after this one keep Kueue's validation."""
-    missing = False
+    """Puts the twin's own Kueue webhook configurations back in place of the chart's. The chart's
+    select only the namespaces of the plan it was installed with (its managedJobsNamespaceSelector);
+    the tests after this one apply other inventories (mixed-fleet) without installing the chart
+    again, as a real cluster never would, and without Kueue's defaulting there (suspend, the pod
+    gate) the Plan's admission policies rightly refuse their workloads."""
     for kind, name in zip(ServiceNetwork.KINDS, WEBHOOK_NAMES):
-        try:
-            twin.get(f"{kind}/{name}")
-        except ApiError as err:
-            missing = missing or err.status == 404
-    if missing:
-        kubectl("apply", "--server-side", "--field-manager", "gpushare-twin", "-f",
-                str(state_dir() / "config" / "kueue-webhooks.yaml"))
+        twin.request("DELETE", f"{kind}/{name}", ok=(200, 202, 404))
+    kubectl("apply", "--server-side", "--field-manager", "gpushare-twin", "-f",
+            str(state_dir() / "config" / "kueue-webhooks.yaml"))
 
 
 def adopt_into_release(release: str = "kueue", namespace: str = "kueue-system") -> list:
