@@ -83,6 +83,11 @@ def small_series(end: int) -> list:
     v[n // 2] = np.nan
     out.append(({"__name__": "kube_node_labels", "node": "node-0",
                  "label_nvidia_com_mig_config": "all-1g.10gb"}, end - 33 * DAY, 3600, v))
+    # 7-minute steps off the block grid, across the boundary 2 days before END: no sample
+    # may land in both blocks or in neither.
+    n = 3 * DAY // 420
+    v = np.round(rng.random(n) * 100)
+    out.append(({"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "1"}, end - 3 * DAY + 7, 420, v))
     # Only gaps: writes no series at all.
     out.append(({"__name__": "DCGM_FI_DEV_GPU_UTIL", "gpu": "9"}, end - DAY, 300,
                 np.full(12, np.nan)))
@@ -232,8 +237,18 @@ def compare(prom: Prometheus, labels: dict, start: int, step: int, values: np.nd
     return len(want)
 
 
+def block_ranges(data: Path) -> list:
+    """[(minTime, maxTime)] of the blocks in DATA, in order; overlapping blocks fail."""
+    ranges = sorted((m["minTime"], m["maxTime"]) for m in
+                    (json.loads(p.read_text()) for p in data.glob("*/meta.json")))
+    for (_, a_max), (b_min, _) in zip(ranges, ranges[1:]):
+        if b_min < a_max:
+            fail(f"blocks overlap: {ranges}")
+    return ranges
+
+
 def block_count(data: Path) -> int:
-    return sum(1 for d in data.iterdir() if (d / "meta.json").is_file())
+    return len(block_ranges(data))
 
 
 # ---------------------------------------------------------------- runs

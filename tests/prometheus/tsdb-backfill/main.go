@@ -41,6 +41,9 @@ import (
 	"github.com/prometheus/prometheus/tsdb"
 )
 
+// commitEvery: two full chunks (120 samples each) per commit.
+const commitEvery = 240
+
 type header struct {
 	Labels  map[string]string `json:"labels"`
 	StartMs *int64            `json:"start_ms"`
@@ -214,6 +217,7 @@ func writeWindow(w *tsdb.BlockWriter, files []*os.File, all []*series, ws, we in
 		}
 		app := w.Appender(ctx)
 		var ref storage.SeriesRef
+		pending := 0
 		for i := i0; i < i1; i++ {
 			v := math.Float64frombits(binary.LittleEndian.Uint64(b[(i-i0)*8:]))
 			if math.IsNaN(v) {
@@ -226,8 +230,17 @@ func writeWindow(w *tsdb.BlockWriter, files []*os.File, all []*series, ws, we in
 			}
 			ref = r
 			written++
+			// Commit every commitEvery samples: the head's isolation keeps 8 bytes per sample
+			// of a commit in the series' transaction ring, which never shrinks (one commit of
+			// a whole series made the tool hold ~8 bytes for every sample written: 830 MiB
+			// RSS for 48 million samples).
+			if pending++; pending == commitEvery {
+				if err := app.Commit(); err != nil {
+					return 0, fmt.Errorf("%s: %w", s.where, err)
+				}
+				app, pending = w.Appender(ctx), 0
+			}
 		}
-		// One commit per series: the appender buffers at most one window of one series.
 		if err := app.Commit(); err != nil {
 			return 0, fmt.Errorf("%s: %w", s.where, err)
 		}
