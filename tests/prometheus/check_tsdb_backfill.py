@@ -13,7 +13,8 @@ must come back exactly as this script generated it.
 
 large: 6,000 series (1,000 GPUs x 6 dcgm-exporter metrics) x 8,064 steps of 5 minutes
 (28 days ending now) with gaps, ratios rounded to 6 decimals and MiB/percent to integers;
-reports the tool's wall and CPU seconds and peak RSS (GNU time -v), the blocks written,
+reports the tool's wall and CPU seconds and peak RSS (GNU time -v; over 512 MiB fails), the
+blocks written (one),
 Prometheus' start time on the directory and the time of one query_range of 8 series over
 the 28 days, whose values are checked too.
 
@@ -45,6 +46,8 @@ sys.path.insert(0, str(HERE))
 from series_file import write_series  # noqa: E402
 
 DAY = 86400
+# Well under 1 GB for ~50 million samples; 48 million raw float64s alone are 368 MiB.
+RSS_LIMIT_MIB = 512
 
 
 def fail(msg: str) -> None:
@@ -313,6 +316,10 @@ def check_large(tool: str, work: Path, gpus: int) -> None:
           f"{sum(p.stat().st_size for p in data.rglob('*') if p.is_file()) / 2**20:.0f} MiB on disk")
     if f" {total} samples" not in res["stdout"]:
         fail(f"the tool says '{res['stdout']}', {total} samples were written")
+    if res["rss_mib"] > RSS_LIMIT_MIB:
+        fail(f"the tool's peak RSS {res['rss_mib']:.0f} MiB is over {RSS_LIMIT_MIB} MiB: it holds raw values")
+    if block_count(data) != 1:
+        fail(f"{block_count(data)} blocks for 28 days, want one 31-day block")
     # lookback 1s: a gap stays empty instead of showing the sample 5 minutes before it.
     prom = Prometheus(data, "--query.lookback-delta=1s")
     try:
