@@ -14,9 +14,8 @@ must come back exactly as this script generated it.
 large: 6,000 series (1,000 GPUs x 6 dcgm-exporter metrics) x 8,064 steps of 5 minutes
 (28 days ending now) with gaps, ratios rounded to 6 decimals and MiB/percent to integers;
 reports the tool's wall and CPU seconds and peak RSS (GNU time -v; over 512 MiB fails), the
-blocks written (one),
-Prometheus' start time on the directory and the time of one query_range of 8 series over
-the 28 days, whose values are checked too.
+blocks written (one), Prometheus' start time on the directory and the time of one
+query_range of 8 series over the 28 days, whose values are checked too.
 
 --tool runs another binary (e.g. one built with a deliberate bug); by default
 build-backfill.sh builds it. Data goes to build/tsdb-backfill-check-SIZE (removed unless --keep).
