@@ -243,6 +243,38 @@ summary:
   returned: success
   type: list
   elements: str
+queries:
+  description:
+    - Every request sent to Prometheus, in order (a range query longer than 11,000 steps is
+      several requests); also returned when the module fails after reaching Prometheus.
+  returned: always
+  type: list
+  elements: dict
+  contains:
+    path:
+      description: The API path, C(/api/v1/query) or C(/api/v1/query_range).
+      type: str
+      returned: always
+    query:
+      description: The PromQL expression.
+      type: str
+      returned: always
+    seconds:
+      description: Wall seconds from sending the request to its answer decoded.
+      type: float
+      returned: always
+    bytes:
+      description: Size of the answer's body.
+      type: int
+      returned: always
+    series:
+      description: Series in the answer.
+      type: int
+      returned: always
+    samples:
+      description: Samples in the answer (one per series for an instant query).
+      type: int
+      returned: always
 '''
 
 import datetime
@@ -352,6 +384,7 @@ def main():
     variables = {'gpushare_teams': p['teams'], 'gpushare_nodes': p['nodes'],
                  'gpushare_workloads': p['workloads'], 'gpushare_policy': p['policy'],
                  'gpushare_advise_match': p['match']}
+    client = None
     try:
         measured = calibration.load(p['calibration'])
         label_names = usage_advisor.match_label_names(variables)
@@ -361,7 +394,7 @@ def main():
         usage = usage_advisor.fetch_usage(client, end, settings, label_names)
         advice = usage_advisor.advise(usage, variables, settings, calibration=measured)
     except (PrometheusError, usage_advisor.AdviceError) as exc:
-        module.fail_json(msg=str(exc))
+        module.fail_json(msg=str(exc), queries=client.log if client else [])
     plan_check = advice['plan_check']['text']
     proposal = {'workloads': advice['proposal']['workloads'], 'nodes': advice['proposal']['nodes']}
     files, change_lines = advice_files(advice, variables, p['inventory_dir'], plan_check)
@@ -371,7 +404,8 @@ def main():
         module.fail_json(msg='Cannot write the advice to %s: %s. Set gpushare_advise_dir (or gpushare_artifacts_dir) '
                              'to a directory this user may write.' % (p['dest'], exc))
     module.exit_json(changed=changed, advice=advice, proposal=proposal, plan_check=plan_check, changes=change_lines,
-                     files=[f['path'] for f in files], summary=summary(advice, change_lines, plan_check))
+                     files=[f['path'] for f in files], summary=summary(advice, change_lines, plan_check),
+                     queries=client.log)
 
 
 def advice_files(advice, variables, inventory_dir, plan_check):

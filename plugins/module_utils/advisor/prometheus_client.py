@@ -17,13 +17,17 @@ API reference: https://prometheus.io/docs/prometheus/2.42/querying/api/
 from __future__ import annotations
 
 import base64
+import collections
 import http.client
 import json
 import os
+import re
 import socket
 import ssl
+import time
 import urllib.error
 import urllib.parse
+import warnings
 
 from ansible.module_utils.urls import SSLValidationError, open_url
 
@@ -32,6 +36,24 @@ from ansible.module_utils.urls import SSLValidationError, open_url
 MAX_POINTS = 11000
 # Redirects followed for one request (a reverse proxy's path or host change).
 MAX_REDIRECTS = 5
+
+# A series of a range answer: its labels, and its samples' times and values (float64 arrays).
+RangeSeries = collections.namedtuple("RangeSeries", "metric times values")
+
+# The "values" key of a series in a range answer, up to its array's "[". Never text inside a
+# label value: a quote inside a JSON string is escaped, so `{"` or `,"` cannot occur there.
+_VALUES_KEY = re.compile(rb'[{,]\s*"values"\s*:\s*\[')
+_EMPTY_END = re.compile(rb'\s*\]')
+_VALUES_END = re.compile(rb'\]\s*\]')
+# What an array of [time, "value"] pairs as Prometheus writes them holds (numbers, NaN, +Inf,
+# -Inf); any other text is left to json.loads.
+_POINT_CHARS = b'0123456789.eE+-NaInf"[],\t\n\r '
+_TO_SPACE = bytes.maketrans(b'[]"', b'   ')
+
+
+def _np():
+    import numpy   # lazily: ansible-test's import sanity test runs without numpy
+    return numpy
 
 
 def redact_url(url) -> str:
@@ -87,6 +109,8 @@ class PrometheusClient:
                                       % (self.url, what, path))
         self.tls = {"validate_certs": validate_certs, "ca_path": ca_path, "client_cert": client_cert,
                     "client_key": client_key}
+        # Every answered request: path, query, seconds (sent to decoded), bytes, series, samples.
+        self.log: list[dict] = []
 
     # -- the two API calls -------------------------------------------------------------
 
@@ -95,35 +119,57 @@ class PrometheusClient:
         params = {"query": expr}
         if time is not None:
             params["time"] = "%.3f" % time
-        return self._get("/api/v1/query", params, expr)
+        return self._get("/api/v1/query", params, expr, self._decode)
 
     def query_range(self, expr: str, start: float, end: float, step: int) -> list[dict]:
         """A range query, split into pieces of at most MAX_POINTS steps; series of the pieces
         are joined by their labels. Result: [{"metric": {...}, "values": [[t, "v"], ...]}]."""
         merged: dict[tuple, dict] = {}
+        for series in self._range_pieces(expr, start, end, step, self._decode):
+            key = tuple(sorted(series.get("metric", {}).items()))
+            entry = merged.setdefault(key, {"metric": series.get("metric", {}), "values": []})
+            entry["values"].extend(series.get("values", []))
+        return list(merged.values())
+
+    def query_range_arrays(self, expr: str, start: float, end: float, step: int) -> list[RangeSeries]:
+        """``query_range`` as RangeSeries (labels, times and values as float64 arrays), decoded
+        without a Python object per sample: 28 days of a fleet is millions of samples."""
+        np = _np()
+        merged: dict[tuple, list] = {}
+        for series in self._range_pieces(expr, start, end, step, self._decode_matrix):
+            merged.setdefault(tuple(sorted(series.metric.items())), []).append(series)
+        return [parts[0] if len(parts) == 1 else
+                RangeSeries(parts[0].metric, np.concatenate([p.times for p in parts]),
+                            np.concatenate([p.values for p in parts])) for parts in merged.values()]
+
+    def _range_pieces(self, expr: str, start: float, end: float, step: int, decode):
+        """The series of each piece of at most MAX_POINTS steps, decoded by ``decode``."""
         piece = step * (MAX_POINTS - 1)
         t = start
         while t <= end:
             stop = min(end, t + piece)
-            for series in self._get("/api/v1/query_range",
-                                    {"query": expr, "start": "%.3f" % t, "end": "%.3f" % stop, "step": str(step)},
-                                    expr):
-                key = tuple(sorted(series.get("metric", {}).items()))
-                entry = merged.setdefault(key, {"metric": series.get("metric", {}), "values": []})
-                entry["values"].extend(series.get("values", []))
+            yield from self._get("/api/v1/query_range",
+                                 {"query": expr, "start": "%.3f" % t, "end": "%.3f" % stop, "step": str(step)},
+                                 expr, decode)
             t = stop + step
-        return list(merged.values())
 
     # -- transport ---------------------------------------------------------------------
 
-    def _get(self, path: str, params: dict, expr: str) -> list:
+    def _get(self, path: str, params: dict, expr: str, decode) -> list:
+        """The result list of one API call, decoded by ``decode``; recorded in ``log``."""
         address = self.url + path + "?" + urllib.parse.urlencode(params)
         headers = self.headers
+        began = time.monotonic()
         for _hop in range(MAX_REDIRECTS + 1):
             try:
                 response = open_url(address, headers=headers, timeout=self.timeout, follow_redirects="none",
                                     **self.tls)
-                return self._decode(response.read(), path, expr)
+                body = response.read()
+                result = decode(body, path, expr)
+                self.log.append({"path": path, "query": expr, "seconds": round(time.monotonic() - began, 3),
+                                 "bytes": len(body), "series": len(result),
+                                 "samples": sum(_samples(row) for row in result)})
+                return result
             except urllib.error.HTTPError as exc:
                 location = exc.headers.get("Location") if exc.headers else None
                 if not (300 <= exc.code < 400 and location):
@@ -173,6 +219,24 @@ class PrometheusClient:
                                   % (expr, data.get("resultType")))
         return result
 
+    def _decode_matrix(self, body: bytes, path: str, expr: str) -> list[RangeSeries]:
+        """A range answer as RangeSeries: the "values" arrays cut out and read by numpy, the
+        rest (status, labels) through ``_decode`` with the same checks and messages."""
+        np = _np()
+        skeleton, arrays = split_values(body)
+        out = []
+        for row in self._decode(skeleton, path, expr):
+            if not isinstance(row, dict):
+                raise PrometheusError("Prometheus answered %s with a result that is not a list of series (%r); "
+                                      "check gpushare_prometheus_url" % (expr, row))
+            values = row.get("values")
+            if isinstance(values, int) and not isinstance(values, bool):
+                points = arrays[values]
+            else:       # not cut out (text numpy does not read as Prometheus writes it), or absent
+                points = np.array([[float(t), float(v)] for t, v in values or ()], dtype=np.float64).reshape(-1, 2)
+            out.append(RangeSeries(row.get("metric", {}), points[:, 0], points[:, 1]))
+        return out
+
     def _http_message(self, exc: urllib.error.HTTPError, path: str, expr: str) -> str:
         code = exc.code
         if code in (401, 403):
@@ -208,3 +272,53 @@ class PrometheusClient:
             return "Prometheus at %s did not answer within %s s; check the URL and the network" % (self.url, self.timeout)
         return ("Prometheus at %s is unreachable: %s; check gpushare_prometheus_url and that Prometheus runs, and %s"
                 % (self.url, reason, REACH_HINT))
+
+
+def _samples(row) -> int:
+    """Samples in one row of a result: a RangeSeries, a range row (its "values") or an instant one."""
+    if isinstance(row, RangeSeries):
+        return len(row.times)
+    return len(row.get("values") or ()) if isinstance(row, dict) and "values" in row else 1
+
+
+def split_values(body: bytes) -> tuple[bytes, list]:
+    """``body`` with each "values" array of [time, "value"] pairs replaced by its index in the
+    list returned with it, that array read as an (n, 2) float64 array. An array whose text is
+    not plain pairs of numbers stays in place, for json.loads."""
+    np = _np()
+    parts, arrays, copied, pos = [], [], 0, 0
+    while True:
+        key = _VALUES_KEY.search(body, pos)
+        if key is None:
+            break
+        first = key.end() - 1           # the array's "["
+        empty = _EMPTY_END.match(body, first + 1)
+        if empty:
+            pos, points = empty.end(), np.empty((0, 2))
+        else:
+            close = _VALUES_END.search(body, first)
+            if close is None:
+                break
+            pos, points = close.end(), _points(body[first:close.end()])
+        if points is not None:
+            parts += [body[copied:first], b"%d" % len(arrays)]
+            arrays.append(points)
+            copied = pos
+    parts.append(body[copied:])
+    return b"".join(parts), arrays
+
+
+def _points(text: bytes):
+    """``[[t,"v"],...]`` as an (n, 2) float64 array, or None when the text is anything else."""
+    np = _np()
+    pairs = text.count(b"[") - 1
+    # Only quotes in pairs around each value: the "]]" that ended ``text`` is outside any string.
+    if text.translate(None, _POINT_CHARS) or text.count(b'"') != 2 * pairs:
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")      # numpy warns (not raises) on text it cannot read
+            flat = np.fromstring(text.translate(_TO_SPACE), dtype=np.float64, sep=",")
+    except (ValueError, DeprecationWarning):
+        return None
+    return flat.reshape(pairs, 2) if flat.size == 2 * pairs else None

@@ -163,20 +163,18 @@ class _Grid:
     steps: int
     window: str                    # the range selector of the whole history, "28d"
 
-    def of(self, values):
-        """[[t, value], ...] from Prometheus to an array over the grid (NaN where absent)."""
+    def of(self, times, values):
+        """Samples (times and values, arrays from query_range_arrays) to an array over the
+        grid (NaN where absent)."""
         np = _np()
         arr = np.full(self.steps, np.nan)
-        if values:
-            data = np.asarray(values, dtype=float)
-            idx = np.rint((data[:, 0] - self.start) / self.step).astype(np.int64)
-            ok = (idx >= 0) & (idx < self.steps)
-            arr[idx[ok]] = data[ok, 1]
+        idx = np.rint((times - self.start) / self.step).astype(np.int64)
+        ok = (idx >= 0) & (idx < self.steps)
+        arr[idx[ok]] = values[ok]
         return arr
 
 
-def _add_row(series: dict, metric: str, row: dict, values, ns_label: str, pod_label: str) -> None:
-    labels = row["metric"]
+def _add_row(series: dict, metric: str, labels: dict, values, ns_label: str, pod_label: str) -> None:
     node = labels.get("Hostname") or labels.get("hostname") or labels.get("instance", "?").split(":")[0]
     try:
         gpu = int(labels.get("gpu", "0"))
@@ -293,8 +291,8 @@ def _read_series(client, grid: _Grid, selectors: list[str], metrics: tuple, labe
     series: dict[tuple, GpuSeries] = {}
     for selector in selectors:
         for metric in metrics:
-            for row in client.query_range("%s{%s}" % (metric, selector), grid.start, grid.end, grid.step):
-                _add_row(series, metric, row, grid.of(row["values"]), *labels)
+            for row in client.query_range_arrays("%s{%s}" % (metric, selector), grid.start, grid.end, grid.step):
+                _add_row(series, metric, row.metric, grid.of(row.times, row.values), *labels)
         for s in series.values():
             if s.offset == 0 and s.fb_used is not None and len(s.fb_used) == grid.steps or \
                     s.offset == 0 and s.active is not None and len(s.active) == grid.steps:
@@ -360,10 +358,10 @@ def _pods_running(client, grid: _Grid, namespaces: list, running_only: bool) -> 
         for by, owned in (("owner_kind, owner_name", '!="%s"' % NO_OWNER), ("pod", '="%s"' % NO_OWNER)):
             query = 'count by (namespace, %s) (%s{namespace="%s", owner_kind%s}%s)' % (
                 by, METRIC_OWNER, ns, owned, running)
-            for row in client.query_range(query, grid.start, grid.end, grid.step):
-                labels = row["metric"]
+            for row in client.query_range_arrays(query, grid.start, grid.end, grid.step):
+                labels = row.metric
                 key = (ns, NO_OWNER, labels.get("pod")) if by == "pod" else \
                     (ns, labels.get("owner_kind"), labels.get("owner_name"))
-                counts[key] += np.nan_to_num(grid.of(row["values"]))
+                counts[key] += np.nan_to_num(grid.of(row.times, row.values))
         out.update((key, PodCounts.of(c)) for key, c in counts.items())
     return out

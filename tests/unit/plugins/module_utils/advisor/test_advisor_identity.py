@@ -18,6 +18,7 @@ import usage_synth
 from inventories import example_day as example_inventory
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import identity, usage as usage_mod
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import usage_advisor as ua
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.prometheus_client import RangeSeries
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.settings import AdviceError
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan
 
@@ -288,7 +289,7 @@ class FakePrometheus:
             return [{"metric": m, "value": [0, "1"]} for m in self.labels]
         raise AssertionError(q)
 
-    def query_range(self, q, start, _end, step):
+    def query_range_arrays(self, q, start, _end, step):
         self.queries.append(q)
         bare = 'owner_kind="<none>"' in q
         out = []
@@ -296,7 +297,7 @@ class FakePrometheus:
             if ('namespace="%s"' % ns) not in q or (kind == "<none>") != bare:
                 continue
             metric = {"namespace": ns, "pod": pod} if bare else {"namespace": ns, "owner_kind": kind, "owner_name": owner}
-            out.append({"metric": metric, "values": [[start + i * step, str(v)] for i, v in enumerate(values)]})
+            out.append(RangeSeries(metric, start + np.arange(len(values)) * step, np.asarray(values, dtype=float)))
         return out
 
 
