@@ -14,7 +14,8 @@ advisor itself (advise: workload identity, devices read once and shared out, evi
 choices, stability in both halves, quotas, windows, placement, what to buy, the planner's check
 of the proposal and its repairs), the files (report, charts, YAML) and a second planner check,
 and separately the decoding of one Prometheus answer (8 servers, one metric: the
-unit fetch_usage reads) through the same code, to extrapolate the fetch.
+unit fetch_usage reads) through the same code, to extrapolate the fetch (decode_one_answer_s;
+decode_one_answer_json_s is the same answer through json.loads and a list per sample).
 
     make dev-venv collection-link && .venv/bin/python benchmarks/advise_fleet.py [--nodes 125] [--days 28]
 
@@ -37,6 +38,8 @@ sys.path.insert(0, str(ROOT / ".collections"))
 
 # pylint: disable=wrong-import-position
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import render_advice, usage_advisor as ua  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import usage as ua_usage  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.prometheus_client import PrometheusClient  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
 
 DAY = 86400
@@ -139,9 +142,11 @@ def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
     return usage, variables
 
 
-def decode_one_answer(usage: ua.UsageData, nodes_per_query: int = ua.NODES_PER_QUERY) -> tuple[float, int]:
-    """Seconds to decode one query_range answer (one metric of NODES_PER_QUERY servers) as
-    fetch_usage does (json.loads, then the grid), and its size in bytes."""
+def decode_one_answer(usage: ua.UsageData, nodes_per_query: int = ua.NODES_PER_QUERY) -> tuple[float, float, int]:
+    """Seconds to decode one query_range answer (one metric of NODES_PER_QUERY servers) onto
+    the grid as fetch_usage does (PrometheusClient._decode_matrix: the "values" arrays read by
+    numpy), the same through json.loads and a list per sample (the decoder before it), and the
+    answer's size in bytes. Both must give the same series."""
     chosen = sorted({s.node for s in usage.series})[:nodes_per_query]
     times = usage.start + np.arange(usage.steps) * usage.step
     result = []
@@ -152,17 +157,32 @@ def decode_one_answer(usage: ua.UsageData, nodes_per_query: int = ua.NODES_PER_Q
             result.append({"metric": {"__name__": "DCGM_FI_DEV_FB_USED", "Hostname": s.node, "gpu": str(s.gpu)},
                            "values": [[float(t), "%g" % v] for t, v in zip(times[ok], mem[ok])]})
     body = json.dumps({"status": "success", "data": {"resultType": "matrix", "result": result}}).encode()
+    end = usage.start + (usage.steps - 1) * usage.step
+    grid = ua_usage._Grid(start=usage.start, end=end, step=usage.step, steps=usage.steps, window="28d")  # pylint: disable=protected-access
+    client = PrometheusClient("http://prometheus.bench")
+
+    began = time.perf_counter()
+    fast: dict = {}
+    for row in client._decode_matrix(body, "/api/v1/query_range", "DCGM_FI_DEV_FB_USED{...}"):  # pylint: disable=protected-access
+        ua._add_row(fast, "DCGM_FI_DEV_FB_USED", row.metric, grid.of(row.times, row.values),  # pylint: disable=protected-access
+                    "exported_namespace", "exported_pod")
+    fast_s = time.perf_counter() - began
+
     began = time.perf_counter()
     rows = json.loads(body)["data"]["result"]
-    out: dict = {}
+    lists: dict = {}
     for row in rows:
         data = row["values"]
         arr = np.full(usage.steps, np.nan)
         ts = np.fromiter((p[0] for p in data), float, len(data))
         vs = np.array([p[1] for p in data], dtype=float)
         arr[np.rint((ts - usage.start) / usage.step).astype(np.int64)] = vs
-        ua._add_row(out, "DCGM_FI_DEV_FB_USED", row, arr, "exported_namespace", "exported_pod")  # pylint: disable=protected-access
-    return time.perf_counter() - began, len(body)
+        ua._add_row(lists, "DCGM_FI_DEV_FB_USED", row["metric"], arr, "exported_namespace", "exported_pod")  # pylint: disable=protected-access
+    lists_s = time.perf_counter() - began
+
+    assert fast.keys() == lists.keys() and all(np.array_equal(fast[k].fb_used, lists[k].fb_used, equal_nan=True)
+                                               for k in fast), "the two decoders differ"
+    return fast_s, lists_s, len(body)
 
 
 def main() -> int:
@@ -181,7 +201,7 @@ def main() -> int:
     build_plan(dict(variables, gpushare_workloads=advice["proposal"]["workloads"],
                     gpushare_nodes=advice["proposal"]["nodes"]))
     t4 = time.perf_counter()
-    decode_s, decode_bytes = decode_one_answer(usage)
+    decode_s, decode_json_s, decode_bytes = decode_one_answer(usage)
     queries = -(-args.nodes // ua.NODES_PER_QUERY) * 3
     rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
     statuses: dict = {}
@@ -195,6 +215,9 @@ def main() -> int:
         "plan_check_s": round(t4 - t3, 2), "peak_rss_mib": round(rss_mib),
         "decode_one_answer_s": round(decode_s, 2), "decode_one_answer_mib": round(decode_bytes / 2**20, 1),
         "fetch_decode_estimate_s": round(decode_s * queries, 1), "queries": queries,
+        # the same through json.loads and a list per sample (the decoder before query_range_arrays)
+        "decode_one_answer_json_s": round(decode_json_s, 2),
+        "fetch_decode_estimate_json_s": round(decode_json_s * queries, 1),
     }, indent=1))
     return 0
 
