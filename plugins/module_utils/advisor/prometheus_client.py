@@ -233,7 +233,11 @@ class PrometheusClient:
             if isinstance(values, int) and not isinstance(values, bool):
                 points = arrays[values]
             else:       # not cut out (text numpy does not read as Prometheus writes it), or absent
-                points = np.array([[float(t), float(v)] for t, v in values or ()], dtype=np.float64).reshape(-1, 2)
+                try:
+                    points = np.array([[float(t), float(v)] for t, v in values or ()], dtype=np.float64).reshape(-1, 2)
+                except (TypeError, ValueError):
+                    raise PrometheusError("Prometheus answered %s with samples that are not [time, \"value\"] pairs "
+                                          "(%s); check gpushare_prometheus_url" % (expr, json.dumps(values)[:80])) from None
             out.append(RangeSeries(row.get("metric", {}), points[:, 0], points[:, 1]))
         return out
 

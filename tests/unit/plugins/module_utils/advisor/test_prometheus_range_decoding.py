@@ -125,11 +125,13 @@ def test_every_value_form_prometheus_writes(indent):
                                                                           and v.strip() == v and "E" not in v
                                                                           and v not in ("nan",))),
                                               max_size=12), st.booleans()), max_size=5),
-       st.booleans(), st.booleans())
-def test_prometheus_answers_take_the_fast_path(rows, spaced, ascii_only):
-    """No "values" array of an answer as Prometheus writes it is left to json.loads: each is
-    cut out of the text and read by numpy."""
+       st.booleans(), st.booleans(), st.booleans())
+def test_prometheus_answers_take_the_fast_path(rows, spaced, ascii_only, indented):
+    """No "values" array of an answer as Prometheus writes it (or a proxy indents it) is left
+    to json.loads: each is cut out of the text and read by numpy."""
     body = _answer(rows, spaced, ascii_only)
+    if indented:
+        body = json.dumps(json.loads(body), indent=1).encode()
     skeleton, arrays = split_values(body)
     cut = [row["values"] for row in json.loads(skeleton)["data"]["result"]]
     assert cut == list(range(len(rows))) and len(arrays) == len(rows)
@@ -228,3 +230,12 @@ def test_instant_queries_and_list_range_queries_are_logged_too(pieces):
 def test_a_result_that_is_not_series_is_an_error_not_a_traceback():
     with pytest.raises(PrometheusError, match="Prometheus answered q with a result that is not a list of series"):
         _decode(b'{"status":"success","data":{"resultType":"scalar","result":[1,"2"]}}')
+
+
+def test_a_sample_that_is_no_number_is_an_error_naming_it():
+    """A "]]" inside a value's string does not end the array early: the answer is read by
+    json.loads, and the sample that is not a number is named."""
+    body = b'{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1,"2"],[3,"4]],[5"]]}]}}'
+    with pytest.raises(PrometheusError, match=r'Prometheus answered q with samples that are not \[time, "value"\] pairs '
+                                              r'\(\[\[1, "2"\], \[3, "4\]\],\[5"\]\]\)'):
+        _decode(body)
