@@ -48,9 +48,8 @@ FUNCTIONS = {
     "managed_label": names.managed_label,
     "k8s_name": names.k8s_name,
     "pinned_version": names.pinned_version,
-    # Connection settings and batched-apply results of the roles' kubernetes.core calls.
+    # Connection settings of the roles' kubernetes.core calls and gpushare.cluster.k8s_apply.
     "k8s_auth": kube_calls.k8s_auth,
-    "changed_objects": kube_calls.changed_objects,
     # The multikueue role: the manager's kubeconfig Secret of a worker, and what the clusters answered.
     "multikueue_kubeconfig_secret": render_multikueue.kubeconfig_secret,
     "multikueue_unreachable": multikueue_checks.unreachable,

@@ -1,7 +1,7 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""What the GPU stack roles pass to and read from kubernetes.core: the connection settings
-and which objects a batched apply changed."""
+"""What the GPU stack roles pass to the cluster clients (the connection settings) and how a
+write is judged (which objects it changed)."""
 
 from __future__ import annotations
 
@@ -27,50 +27,30 @@ def k8s_auth(kubeconfig=None, context=None) -> dict:
 _BOOKKEEPING = frozenset(("managedFields", "resourceVersion", "generation"))
 
 
-def changed_objects(result: dict) -> list:
-    """Names of the objects a registered ``kubernetes.core.k8s`` result changed.
+def object_name(obj: dict) -> str:
+    """``Kind/namespace/name`` of an object (namespace empty when cluster-scoped)."""
+    meta = obj.get("metadata") or {}
+    return "%s/%s/%s" % (obj.get("kind", ""), meta.get("namespace") or "", meta.get("name", ""))
 
-    With the diff (the task run with ``diff: true``), an object changed only when what it says
-    changed. Left out: a diff in ``metadata.managedFields``, ``resourceVersion`` or
-    ``generation`` alone (the API server re-sorts and re-times the managed fields on the first
-    server-side apply after a controller wrote the status subresource, as Kueue and the
-    admission-policy type checker do), and a quantity stored as ``"1"`` re-applied as ``1``
+
+def says_the_same(before: dict, after: dict) -> bool:
+    """Whether an object read before a write and the object the write returned say the same.
+
+    Left out: ``metadata.managedFields``, ``resourceVersion`` and ``generation`` (the API server
+    re-sorts and re-times the managed fields on the first server-side apply after a controller
+    wrote the status subresource, as Kueue and the admission-policy type checker do), ``status``
+    (controllers write it, not the apply), and a quantity stored as ``"1"`` re-applied as ``1``
     (Kueue's webhook returns a created ClusterQueue's quotas as strings).
-
-    Args:
-        result: the registered result of one kubernetes.core.k8s task, for one definition (the
-            object under ``result``) or a list of them (one result per object under
-            ``result.results``).
-
-    Returns:
-        ``Kind/namespace/name`` of each changed object (namespace empty when cluster-scoped), a
-        list of strings.
     """
-    inner = result.get("result")
-    results = inner["results"] if isinstance(inner, dict) and "results" in inner else [result]
-    names = []
-    for item in results:
-        if item.get("changed") and not _says_the_same(item.get("diff")):
-            obj = item.get("result") or {}
-            meta = obj.get("metadata") or {}
-            names.append("%s/%s/%s" % (obj.get("kind", ""), meta.get("namespace", ""), meta.get("name", "")))
-    return names
-
-
-def _says_the_same(diff) -> bool:
-    if not diff:
-        return False  # no diff asked for: the module's word stands
-    return _content(diff.get("before")) == _content(diff.get("after"))
+    return _content(before) == _content(after)
 
 
 def _content(value, top: bool = True):
-    """The diff side without bookkeeping, scalars by their text (1 and "1" are one quantity)."""
+    """An object without bookkeeping or status, scalars by their text (1 and "1" are one quantity)."""
     if isinstance(value, dict):
-        out = {k: _content(v, False) for k, v in value.items()}
+        out = {k: _content(v, False) for k, v in value.items() if not (top and k == "status")}
         if top and isinstance(value.get("metadata"), dict):
             out["metadata"] = {k: v for k, v in out["metadata"].items() if k not in _BOOKKEEPING}
-            if not out["metadata"]:
-                del out["metadata"]
         return out
     if isinstance(value, list):
         return [_content(v, False) for v in value]

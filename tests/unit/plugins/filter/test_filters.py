@@ -35,7 +35,7 @@ MODULES = {
     prune: ("unmanaged", "window_flavors", "prune_candidates", "being_deleted"),
     node_labels: ("mig_configs", "label_drift", "node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed",
                   "not_true"),
-    kube_calls: ("k8s_auth", "changed_objects"),
+    kube_calls: ("k8s_auth",),
     names: ("managed_label", "k8s_name", "pinned_version"),
 }
 MODULE_OF = {name: module for module, names in MODULES.items() for name in names}
@@ -116,43 +116,6 @@ def test_k8s_auth_leaves_out_what_is_not_given():
     assert FILTERS["k8s_auth"]("/etc/admin.conf", "") == {"kubeconfig": "/etc/admin.conf"}
     assert FILTERS["k8s_auth"](None, None) == {}
     assert FILTERS["k8s_auth"]("", "prod") == {"context": "prod"}
-
-
-def test_changed_objects_of_one_definition_and_of_a_list():
-    def applied(kind, name, namespace=None, changed=True):
-        meta = {"name": name, **({"namespace": namespace} if namespace else {})}
-        return {"changed": changed, "result": {"kind": kind, "metadata": meta}}
-    assert FILTERS["changed_objects"](applied("Namespace", "gpu-operator")) == ["Namespace//gpu-operator"]
-    assert FILTERS["changed_objects"](applied("Namespace", "gpu-operator", changed=False)) == []
-    results = [applied("Namespace", "gpu-operator", changed=False), applied("ConfigMap", "a", "gpu-operator"),
-               applied("ConfigMap", "b", "gpu-operator", changed=False)]
-    batch = {"changed": True, "result": {"results": results}}
-    assert FILTERS["changed_objects"](batch) == ["ConfigMap/gpu-operator/a"]
-
-
-def test_changed_objects_leaves_out_a_reapply_that_only_rewrote_managed_fields():
-    """As a twin's API server answered the second run of the kueue role: the policy's managed
-    fields re-timed and re-sorted, its resourceVersion bumped, nothing else (kubernetes.core's
-    diff of a ValidatingAdmissionPolicy, shortened)."""
-    entry = {"manager": "gpushare", "operation": "Apply", "time": "2026-12-02T11:24:14Z"}
-    status = {"manager": "validatingadmissionpolicy-status", "subresource": "status", "time": "2026-12-02T11:24:15Z"}
-    rewritten = {"changed": True, "result": {"kind": "ValidatingAdmissionPolicy", "metadata": {"name": "p"}},
-                 "diff": {"before": {"metadata": {"managedFields": [entry, status], "resourceVersion": "321"}},
-                          "after": {"metadata": {"managedFields": [status, dict(entry, time="2026-12-02T11:24:24Z")],
-                                                 "resourceVersion": "343"}}}}
-    quota = {"changed": True, "result": {"kind": "ClusterQueue", "metadata": {"name": "training"}},
-             "diff": {"before": {"spec": {"resourceGroups": [1]}, "metadata": {"generation": 1}},
-                      "after": {"spec": {"resourceGroups": [2]}, "metadata": {"generation": 2}}}}
-    labelled = {"changed": True, "result": {"kind": "Namespace", "metadata": {"name": "training"}},
-                "diff": {"before": {"metadata": {"labels": {}}}, "after": {"metadata": {"labels": {"a": "b"}}}}}
-    # Kueue's webhook stored a new ClusterQueue's quota as "1"; the next apply says 1.
-    requoted = {"changed": True, "result": {"kind": "ClusterQueue", "metadata": {"name": "research"}},
-                "diff": {"before": {"spec": {"nominalQuota": "1"}, "metadata": {"generation": 1}},
-                         "after": {"spec": {"nominalQuota": 1}, "metadata": {"generation": 2}}}}
-    batch = {"changed": True, "result": {"results": [rewritten, quota, labelled, requoted]}}
-    assert FILTERS["changed_objects"](batch) == ["ClusterQueue//training", "Namespace//training"]
-    no_diff = {"changed": True, "result": {"kind": "ConfigMap", "metadata": {"name": "c", "namespace": "n"}}}
-    assert FILTERS["changed_objects"](no_diff) == ["ConfigMap/n/c"]
 
 
 def test_prune_candidates_reads_a_looped_lookup_as_a_looped_k8s_info():
