@@ -8,14 +8,16 @@ gpushare_advise_match selector each, the device's series copied to all five), tw
 nightly two-GPU fine-tune (a Job per night). 1,375 services, 9,000 device series of up to 8,064
 samples each.
 
-The history is built in-process as UsageData (what fetch_usage returns): backfilling 28 days of
-1,000 GPUs into Prometheus 2.42 takes hours on the 2-core machine, so the benchmark times the
-advisor itself (advise: workload identity, devices read once and shared out, evidence, kinds,
+The history is built in-process as UsageData (what fetch_usage returns), so this benchmark
+times the advisor itself (advise: workload identity, devices read once and shared out, evidence, kinds,
 choices, stability in both halves, quotas, windows, placement, what to buy, the planner's check
 of the proposal and its repairs), the files (report, charts, YAML) and a second planner check,
 and separately the decoding of one Prometheus answer (8 servers, one metric: the
 unit fetch_usage reads) through the same code, to extrapolate the fetch (decode_one_answer_s;
 decode_one_answer_json_s is the same answer through json.loads and a list per sample).
+benchmarks/advise_prometheus.py writes the same history (fleet(exporter=True)) into a real
+Prometheus 2.42 (tsdb-backfill, seconds where promtool took hours) and times advise.yml itself,
+queries included.
 
     make dev-venv collection-link && .venv/bin/python benchmarks/advise_fleet.py [--nodes 125] [--days 28]
 
@@ -39,6 +41,7 @@ sys.path.insert(0, str(ROOT / ".collections"))
 # pylint: disable=wrong-import-position
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import render_advice, usage_advisor as ua  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor import usage as ua_usage  # noqa: E402
+from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.identity import NO_OWNER  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.advisor.prometheus_client import PrometheusClient  # noqa: E402
 from ansible_collections.gpushare.cluster.plugins.module_utils.planners.plan import build_plan  # noqa: E402
 
@@ -53,7 +56,12 @@ TEAMS = [{"name": "production", "namespaces": ["prod-serving"], "production": Tr
          {"name": "training", "namespaces": ["training"], "priority": 100}]
 
 
-def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
+def fleet(nodes: int, days: int, step: int = 300, seed: int = 3, exporter: bool = False, pods_up: dict | None = None):
+    """The history (UsageData) and the inventory variables. ``exporter``: values as
+    dcgm-exporter reports them (memory in whole MiB, activity to 6 decimals), with
+    DCGM_FI_DEV_FB_FREE (the device's MiB less the used) and a UUID per GPU, so the same
+    history written to Prometheus reads back the same. ``pods_up`` (a dict) gets
+    (namespace, pod) -> PodCounts of when kube-state-metrics lists the pod."""
     rng = np.random.default_rng(seed)
     steps = days * DAY // step
     start = 1795910400 - days * DAY
@@ -69,15 +77,24 @@ def fleet(nodes: int, days: int, step: int = 300, seed: int = 3):
 
     def pod(ns, name, kind, owner, up=None):
         owners[(ns, name)] = (kind, owner)
-        key = (ns, kind, owner)
+        # a pod without a controller is its own group, as fetch_usage counts it
+        key = (ns, kind, name if kind == NO_OWNER else owner)
         up = np.ones(steps) if up is None else up.astype(float)
         running[key] = ua.PodCounts.of(running[key].full(steps) + up if key in running else up)
+        if pods_up is not None:
+            pods_up[(ns, name)] = ua.PodCounts.of(up)
 
     def device(node, gpu, ns, name, mem, act, model, instance=None, profile=None, up=None):
         up = np.ones(steps, dtype=bool) if up is None else up
-        series.append(ua.GpuSeries(node=node, gpu=gpu, uuid="", instance=instance, profile=profile, model=model,
+        act = np.clip(act, 0, 1)
+        free, uuid = None, ""
+        if exporter:
+            mem, act = np.round(mem), np.round(act, 6)
+            free = np.where(up, (SLICE_MIB[profile] if profile else CARD_MIB[model]) - mem, np.nan)
+            uuid = "GPU-%08x-0000-4000-8000-%012x" % (n, gpu)
+        series.append(ua.GpuSeries(node=node, gpu=gpu, uuid=uuid, instance=instance, profile=profile, model=model,
                                    namespace=ns, pod=name, fb_used=np.where(up, mem, np.nan).astype(np.float64),
-                                   active=np.where(up, np.clip(act, 0, 1), np.nan)).compact())
+                                   fb_free=free, active=np.where(up, act, np.nan)).compact())
 
     for n in range(nodes):
         node = "gpu%04d" % n
