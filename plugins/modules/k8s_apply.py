@@ -23,7 +23,7 @@ description:
     what was read before the write in more than bookkeeping (C(metadata.managedFields),
     C(resourceVersion), C(generation)), C(status) and the spelling of a quantity (C(1) and
     C("1")).
-  - In check mode every write is a server-side dry run (C(dryRun=All)): the API server and its
+  - In check mode every write is a server-side dry run (C(dryRun=All)); the API server and its
     admission webhooks validate it, nothing is stored.
 author:
   - gpushare.cluster contributors (!UNKNOWN)

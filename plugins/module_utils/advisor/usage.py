@@ -12,9 +12,9 @@ What the data means (dcgm-exporter 4.x, GPU Operator v26.3.3; see docs/advisor.m
 
 from __future__ import annotations
 
+import concurrent.futures
 import datetime
 import re
-from collections import defaultdict
 from dataclasses import dataclass, field
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.hardware import gpu_catalog
@@ -210,8 +210,9 @@ def fetch_usage(client, end: float, settings: Settings, label_names=()) -> Usage
     start = start - start % step
     grid = _Grid(start=start, end=end, step=step, steps=int((end - start) // step) + 1, window="%dd" % settings.days)
     have_active, have_util = _activity_metrics(client, grid, settings)
-    metrics = (METRIC_MEMORY, METRIC_FREE) + ((METRIC_ACTIVE,) if have_active else ()) + \
-        ((METRIC_UTIL,) if have_util else ())
+    # GPU_UTIL and FB_FREE after the others: they are read only where needed (_read_group).
+    metrics = (METRIC_MEMORY,) + ((METRIC_ACTIVE,) if have_active else ()) + \
+        ((METRIC_UTIL,) if have_util else ()) + (METRIC_FREE,)
     any_metric = METRIC_ACTIVE if have_active else METRIC_UTIL
     # honorLabels false (the chart's default) moves the pod's labels to exported_*
     exported = bool(client.query('count(last_over_time(%s{exported_namespace!=""}[%s]))' % (any_metric, grid.window),
@@ -232,7 +233,7 @@ def fetch_usage(client, end: float, settings: Settings, label_names=()) -> Usage
     if not running_only:
         notes.append("no %s: pods counted while kube-state-metrics lists them, Running or not" % METRIC_PHASE)
     return UsageData(start=start, step=step, steps=grid.steps, series=series, owners=owners,
-                     pods_running=_pods_running(client, grid, namespaces, running_only), source=client.url,
+                     pods_running=_pods_running(client, grid, namespaces, running_only, owners), source=client.url,
                      notes=notes, labels=_labels(client, grid, namespaces, tuple(label_names)))
 
 
@@ -287,17 +288,33 @@ def _node_selectors(client, grid: _Grid, any_metric: str) -> list[str]:
 
 
 def _read_series(client, grid: _Grid, selectors: list[str], metrics: tuple, labels: tuple) -> list[GpuSeries]:
-    """Every metric's series, a group of nodes at a time, each compacted once read whole."""
-    series: dict[tuple, GpuSeries] = {}
-    for selector in selectors:
-        for metric in metrics:
-            for row in client.query_range_arrays("%s{%s}" % (metric, selector), grid.start, grid.end, grid.step):
-                _add_row(series, metric, row.metric, grid.of(row.times, row.values), *labels)
-        for s in series.values():
-            if s.offset == 0 and s.fb_used is not None and len(s.fb_used) == grid.steps or \
-                    s.offset == 0 and s.active is not None and len(s.active) == grid.steps:
-                s.compact()
-    return list(series.values())
+    """Every metric's series, a group of nodes at a time (two groups in flight: Prometheus
+    answers one while this process decodes the other), each series compacted once read whole."""
+    series: list[GpuSeries] = []
+    for group in _two_at_a_time(lambda selector: _read_group(client, grid, selector, metrics, labels), selectors):
+        series.extend(group)
+    return series
+
+
+def _read_group(client, grid: _Grid, selector: str, metrics: tuple, labels: tuple) -> list[GpuSeries]:
+    group: dict[tuple, GpuSeries] = {}
+    for metric in metrics:
+        # Read only where used (at 1,000 GPUs each was a fifth of what Prometheus sent): FB_FREE
+        # tells the memory of a card the catalogue does not know (features._read_device);
+        # GPU_UTIL stands in for GR_ENGINE_ACTIVE on a whole GPU without it (_add_row).
+        if metric == METRIC_FREE and group and all(s.model for s in group.values()):
+            continue
+        if metric == METRIC_UTIL and group and all(s.active is not None or s.instance for s in group.values()):
+            continue
+        for row in client.query_range_arrays("%s{%s}" % (metric, selector), grid.start, grid.end, grid.step):
+            _add_row(group, metric, row.metric, grid.of(row.times, row.values), *labels)
+    return [s.compact() for s in group.values()]
+
+
+def _two_at_a_time(read, items: list) -> list:
+    """``read(item)`` of every item, in order, two in flight at once."""
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        return list(pool.map(read, items))
 
 
 def _namespace_selector(namespaces: list) -> str:
@@ -343,25 +360,46 @@ def _labels(client, grid: _Grid, namespaces: list, keys: tuple) -> dict:
     return out
 
 
-def _pods_running(client, grid: _Grid, namespaces: list, running_only: bool) -> dict:
+def _pods_running(client, grid: _Grid, namespaces: list, running_only: bool, owners: dict) -> dict:
     """(namespace, owner_kind, owner_name) -> pods of that owner running at each grid point
-    (a pod without a controller: (namespace, "<none>", pod)), a namespace at a time so a large
-    fleet is never one answer. Pods kube-state-metrics lists but that are not Running (Pending,
-    completed Job pods kept by the CronJob's history limit) are left out when
-    kube_pod_status_phase is there."""
-    np = _np()
+    (a pod without a controller: (namespace, "<none>", pod)), a namespace at a time (two in
+    flight) so a large fleet is never one answer. Pods kube-state-metrics lists but that are not
+    Running (Pending, completed Job pods kept by the CronJob's history limit) are left out when
+    kube_pod_status_phase is there.
+
+    With the phase metric, the Running pods' series are read as they are and counted here per
+    owner (``owners``, from kube_pod_owner): asking Prometheus to join them with kube_pod_owner
+    and count made it evaluate the join at each of the 8,064 steps of 28 days, 96 of the 172
+    seconds advise.yml took for 1,000 GPUs (docs/performance.md). Without it, Prometheus counts
+    kube_pod_owner's series per owner (no join)."""
     out = {}
-    for ns in namespaces:
-        counts = defaultdict(lambda: np.zeros(grid.steps))
-        running = (' * on (namespace, pod) group_left () (max by (namespace, pod) (%s{namespace="%s", '
-                   'phase="Running"}) == 1)' % (METRIC_PHASE, ns)) if running_only else ""
+    for counts in _two_at_a_time(lambda ns: _pods_running_in(client, grid, ns, running_only, owners), namespaces):
+        out.update(counts)
+    return out
+
+
+def _pods_running_in(client, grid: _Grid, ns: str, running_only: bool, owners: dict) -> dict:
+    np = _np()
+    counts: dict = {}
+    if running_only:
+        running: dict = {}     # pod -> Running at each grid point (one pod once, however many series)
+        # A plain select; "== 1" in the query took Prometheus 4 times as long (a comparison per step).
+        for row in client.query_range_arrays('%s{namespace="%s", phase="Running"}' % (METRIC_PHASE, ns),
+                                             grid.start, grid.end, grid.step):
+            pod = row.metric.get("pod")
+            running[pod] = running.get(pod, False) | (grid.of(row.times, row.values) == 1)
+        for pod, up in running.items():
+            if (ns, pod) not in owners:
+                continue            # no kube_pod_owner series: not a pod kube-state-metrics lists
+            kind, name = owners[(ns, pod)]
+            key = (ns, NO_OWNER, pod) if kind == NO_OWNER else (ns, kind, name)
+            counts[key] = counts.get(key, 0) + up
+    else:
         for by, owned in (("owner_kind, owner_name", '!="%s"' % NO_OWNER), ("pod", '="%s"' % NO_OWNER)):
-            query = 'count by (namespace, %s) (%s{namespace="%s", owner_kind%s}%s)' % (
-                by, METRIC_OWNER, ns, owned, running)
+            query = 'count by (namespace, %s) (%s{namespace="%s", owner_kind%s})' % (by, METRIC_OWNER, ns, owned)
             for row in client.query_range_arrays(query, grid.start, grid.end, grid.step):
                 labels = row.metric
                 key = (ns, NO_OWNER, labels.get("pod")) if by == "pod" else \
                     (ns, labels.get("owner_kind"), labels.get("owner_name"))
-                counts[key] += np.nan_to_num(grid.of(row.times, row.values))
-        out.update((key, PodCounts.of(c)) for key, c in counts.items())
-    return out
+                counts[key] = counts.get(key, 0) + np.nan_to_num(grid.of(row.times, row.values))
+    return {key: PodCounts.of(np.asarray(c, dtype=float)) for key, c in counts.items()}

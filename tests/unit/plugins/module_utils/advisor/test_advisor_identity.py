@@ -290,14 +290,25 @@ class FakePrometheus:
         raise AssertionError(q)
 
     def query_range_arrays(self, q, start, _end, step):
+        """kube_pod_status_phase{phase="Running"}: one series per pod, 1 where the pod runs and 0
+        where it is listed but not running; a count by owner (or by pod for bare pods) of
+        kube_pod_owner, as Prometheus answers those queries."""
         self.queries.append(q)
-        bare = 'owner_kind="<none>"' in q
+        times = lambda values: start + np.arange(len(values)) * step  # noqa: E731
         out = []
+        if q.startswith("kube_pod_status_phase{"):
+            for ns, pod, _kind, _owner, values in self.owners:
+                if ('namespace="%s"' % ns) in q:
+                    out.append(RangeSeries({"namespace": ns, "pod": pod, "phase": "Running"}, times(values),
+                                           np.asarray(values, dtype=float)))
+            return out
+        bare = 'owner_kind="<none>"' in q
         for ns, pod, kind, owner, values in self.owners:
             if ('namespace="%s"' % ns) not in q or (kind == "<none>") != bare:
                 continue
             metric = {"namespace": ns, "pod": pod} if bare else {"namespace": ns, "owner_kind": kind, "owner_name": owner}
-            out.append(RangeSeries(metric, start + np.arange(len(values)) * step, np.asarray(values, dtype=float)))
+            listed = np.ones(len(values))    # kube_pod_owner lists the pod all along, running or not
+            out.append(RangeSeries(metric, times(values), listed))
         return out
 
 
@@ -325,14 +336,28 @@ def test_pods_are_counted_per_owner_and_bare_pods_one_by_one():
     client = FakePrometheus([], [("data-science", "jupyter-a", "<none>", "<none>", [1, 1, 0]),
                                  ("data-science", "jupyter-b", "<none>", "<none>", [0, 1, 1]),
                                  ("data-science", "hub-x", "ReplicaSet", "hub-5c7d9f8b6q", [1, 1, 1])])
-    got = usage_mod._pods_running(client, _grid(), ["data-science"], True)  # pylint: disable=protected-access
+    owners = {("data-science", pod): (kind, owner) for _ns, pod, kind, owner, _v in client.owners}
+    got = usage_mod._pods_running(client, _grid(), ["data-science"], True, owners)  # pylint: disable=protected-access
     assert {k: v.full(3).tolist() for k, v in got.items()} == {
         ("data-science", "<none>", "jupyter-a"): [1, 1, 0], ("data-science", "<none>", "jupyter-b"): [0, 1, 1],
         ("data-science", "ReplicaSet", "hub-5c7d9f8b6q"): [1, 1, 1]}
     assert all('phase="Running"' in q for q in client.queries)
     client.queries.clear()
-    usage_mod._pods_running(client, _grid(), ["data-science"], False)  # pylint: disable=protected-access
+    listed = usage_mod._pods_running(client, _grid(), ["data-science"], False, owners)  # pylint: disable=protected-access
     assert not any("kube_pod_status_phase" in q for q in client.queries)
+    # Without the phase metric a pod counts while kube-state-metrics lists it, running or not.
+    assert {k: v.full(3).tolist() for k, v in listed.items()} == {
+        ("data-science", "<none>", "jupyter-a"): [1, 1, 1], ("data-science", "<none>", "jupyter-b"): [1, 1, 1],
+        ("data-science", "ReplicaSet", "hub-5c7d9f8b6q"): [1, 1, 1]}
+
+
+def test_pods_of_one_owner_add_up_and_a_pod_kube_state_metrics_does_not_list_is_left_out():
+    client = FakePrometheus([], [("serving", "llm-7d-a", "ReplicaSet", "llm-7d", [1, 1, 0]),
+                                 ("serving", "llm-7d-b", "ReplicaSet", "llm-7d", [0, 1, 1]),
+                                 ("serving", "stray", "ReplicaSet", "other", [1, 1, 1])])
+    owners = {("serving", "llm-7d-a"): ("ReplicaSet", "llm-7d"), ("serving", "llm-7d-b"): ("ReplicaSet", "llm-7d")}
+    got = usage_mod._pods_running(client, _grid(), ["serving"], True, owners)  # pylint: disable=protected-access
+    assert {k: v.full(3).tolist() for k, v in got.items()} == {("serving", "ReplicaSet", "llm-7d"): [1, 2, 1]}
 
 
 def test_owner_groups_follow_the_pods_identity():
