@@ -22,6 +22,7 @@ ARGUMENT_SPEC = dict(
     merge_patch=dict(type='bool', default=False),
     field_manager=dict(type='str'),
     force_conflicts=dict(type='bool', default=True),
+    deleting_hint=dict(type='str', default=''),
     kubeconfig=dict(type='path'),
     context=dict(type='str'),
 )
@@ -48,10 +49,25 @@ class ActionModule(ActionBase):
         except Exception as error:  # pylint: disable=broad-exception-caught  # kubeconfig, context: say which
             return dict(result, failed=True, msg='Could not reach the cluster with kubeconfig %s, context %s: %s'
                         % (params['kubeconfig'] or '(default)', params['context'] or '(current)', error))
-        changed, diffs = [], []
+        # Every object read first: nothing is written when one of them is being deleted (writing
+        # it succeeds but saves nothing: its finalizer's owner deletes it when it may).
+        targets = []
         for definition in plain(params['definition']):
             try:
-                before, after = self._write(client, definition, params)
+                targets.append(_read(client, definition, params['merge_patch']))
+            except (kube_client.DynamicApiError, kube_client.ResourceNotFoundError) as error:
+                return dict(result, failed=True, msg='%s %s: %s' % ('Patching' if params['merge_patch'] else 'Reading',
+                                                                   object_name(definition), _api_message(error)))
+        deleting = [object_name(d) for d, _resource, _where, before in targets
+                    if before and before['metadata'].get('deletionTimestamp')]
+        if deleting:
+            return dict(result, failed=True, changed=False, changed_objects=[], deleting=deleting,
+                        msg=('The plan applies %s, which the cluster is deleting: nothing was written. %s'
+                             % (', '.join(deleting), params['deleting_hint'])).strip())
+        changed, diffs = [], []
+        for definition, resource, where, before in targets:
+            try:
+                after = self._write(client, definition, resource, where, params)
             except kube_client.DynamicApiError as error:
                 return dict(result, failed=True, changed=bool(changed), changed_objects=changed,
                             msg='%s %s: %s' % ('Patching' if params['merge_patch'] else 'Applying',
@@ -65,25 +81,31 @@ class ActionModule(ActionBase):
             result['diff'] = diffs
         return result
 
-    def _write(self, client, definition, params):
-        """(the object before, or None when new; the object the server returned)."""
-        meta = definition.get('metadata') or {}
-        resource = client.resources.get(api_version=definition.get('apiVersion'), kind=definition.get('kind'))
-        where = dict(name=meta.get('name'), namespace=meta.get('namespace') if resource.namespaced else None)
+    def _write(self, client, definition, resource, where, params):
+        """The object the server returned for the write (a dry run in check mode)."""
         dry_run = 'All' if self._task.check_mode else None
-        try:
-            before = client.get(resource, **where).to_dict()
-        except kube_client.NotFoundError:
-            if params['merge_patch']:
-                raise
-            before = None
         if params['merge_patch']:
             after = client.patch(resource, body=definition, content_type='application/merge-patch+json',
                                  dry_run=dry_run, **where)
         else:
             after = client.server_side_apply(resource, body=definition, field_manager=params['field_manager'],
                                              force_conflicts=params['force_conflicts'], dry_run=dry_run, **where)
-        return before, after.to_dict()
+        return after.to_dict()
+
+
+def _read(client, definition, merge_patch):
+    """(the definition, its API resource, name and namespace, the object as it is or None); a
+    merge patch needs the object, so its absence is an error."""
+    meta = definition.get('metadata') or {}
+    resource = client.resources.get(api_version=definition.get('apiVersion'), kind=definition.get('kind'))
+    where = dict(name=meta.get('name'), namespace=meta.get('namespace') if resource.namespaced else None)
+    try:
+        before = client.get(resource, **where).to_dict()
+    except kube_client.NotFoundError:
+        if merge_patch:
+            raise
+        before = None
+    return definition, resource, where, before
 
 
 def _api_message(error) -> str:

@@ -23,8 +23,8 @@ from ansible.utils.display import Display
 
 from ansible_collections.gpushare.cluster.plugins.module_utils.names import GPU_OPERATOR_NAMESPACE
 from ansible_collections.gpushare.cluster.plugins.plugin_utils.json_filter import plain
-# Loaded here, in ansible-playbook's own process, for the tasks after the plan (kube_client).
-from ansible_collections.gpushare.cluster.plugins.plugin_utils import kube_client  # noqa: F401  pylint: disable=unused-import
+# Loaded here, in ansible-playbook's own process, for the tasks after the plan (preload).
+from ansible_collections.gpushare.cluster.plugins.plugin_utils import preload  # noqa: F401  pylint: disable=unused-import
 
 try:
     from ansible_collections.gpushare.cluster.plugins.module_utils.inventory.errors import PlanInvalid

@@ -36,14 +36,11 @@ FUNCTIONS = {
     "node_changes": node_labels.node_changes,
     "busy_nodes": node_labels.busy_nodes,
     "node_label_patches": node_labels.node_label_patches,
-    "mig_pending": node_labels.mig_pending,
-    "mig_failed": node_labels.mig_failed,
     "not_true": node_labels.not_true,
     # What pruning deletes (prune.py).
     "unmanaged": prune.unmanaged,
     "window_flavors": prune.window_flavors,
     "prune_candidates": prune.prune_candidates,
-    "being_deleted": prune.being_deleted,
     # Names, the managed-by label and version pins, defined once (names.py), for the roles.
     "managed_label": names.managed_label,
     "k8s_name": names.k8s_name,

@@ -23,6 +23,9 @@ description:
     what was read before the write in more than bookkeeping (C(metadata.managedFields),
     C(resourceVersion), C(generation)), C(status) and the spelling of a quantity (C(1) and
     C("1")).
+  - Every object is read before anything is written; when one of them is being deleted
+    (C(metadata.deletionTimestamp) set) nothing is written and the task fails naming them
+    (writing such an object succeeds but saves nothing, its finalizer's owner deletes it).
   - In check mode every write is a server-side dry run (C(dryRun=All)); the API server and its
     admission webhooks validate it, nothing is stored.
 author:
@@ -51,6 +54,10 @@ options:
     description: Take over fields another manager owns (server-side apply C(force)).
     type: bool
     default: true
+  deleting_hint:
+    description: What to do about objects being deleted, added to that failure's message.
+    type: str
+    default: ''
   kubeconfig:
     description: Path of the kubeconfig; the client's default (C(KUBECONFIG), C(~/.kube/config)) when not given.
     type: path
@@ -99,4 +106,9 @@ changed_objects:
   type: list
   elements: str
   sample: ["ClusterQueue//training", "ConfigMap/gpu-operator/default-mig-parted-config"]
+deleting:
+  description: C(Kind/namespace/name) of the objects the cluster is deleting, when the task failed on them.
+  returned: failure, when objects are being deleted
+  type: list
+  elements: str
 '''

@@ -1,27 +1,21 @@
 # Copyright: (c) 2026, gpushare.cluster contributors
 # GNU General Public License v3.0+ (see https://www.gnu.org/licenses/gpl-3.0.txt)
-"""The Kubernetes client of the controller-side plugins, imported once per run.
-
-Ansible forks a worker from its own process for every task. Importing this module in that
-process (the plan action does: the strategy loads action plugins there before the first task
-runs) loads the Kubernetes client and kubernetes.core's lookup once, so every later task that
-reads the cluster through the kubernetes.core.k8s lookup, or writes it through
-gpushare.cluster.k8s_apply, starts with them loaded instead of spending 0.3 s importing them
-(a window switch runs about ten such tasks; docs/performance.md, "Window switch").
-"""
+"""The Kubernetes client of the controller-side plugins (gpushare.cluster.k8s_apply), and
+kubernetes.core's lookup the roles read the cluster with: both imported once per run, in
+ansible-playbook's own process (preload.py says why)."""
 
 from __future__ import annotations
 
 try:
     import kubernetes.dynamic
-    from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError
+    from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError, ResourceNotFoundError
     # The lookup the roles read the cluster with; loaded here for the same reason.
     import ansible_collections.kubernetes.core.plugins.lookup.k8s  # noqa: F401  pylint: disable=unused-import
     from ansible_collections.kubernetes.core.plugins.module_utils.k8s.client import get_api_client
     IMPORT_ERROR = None
 except ImportError as error:
     IMPORT_ERROR = error
-    DynamicApiError = NotFoundError = Exception
+    DynamicApiError = NotFoundError = ResourceNotFoundError = Exception
 
 
 def dynamic_client(kubeconfig=None, context=None):

@@ -122,3 +122,23 @@ def test_a_refused_object_is_named_with_the_servers_words(twin_session, ns, tmp_
     assert "Applying ConfigMap/%s/Not_A_Name" % ns in refused["msg"]
     assert "RFC 1123" in refused["msg"]      # the API server's validation message
     assert refused["changed_objects"] == ["Namespace//%s" % ns]
+
+
+def test_nothing_is_written_when_an_object_is_being_deleted(twin_session, ns, tmp_path):
+    held = configmap(ns, {"a": "1"})
+    held["metadata"]["finalizers"] = ["example.com/hold"]
+    run_task(tmp_path, {"field_manager": MANAGER, "definition": [namespace(ns), held]})
+    path = "/api/v1/namespaces/%s/configmaps/c" % ns
+    twin_session.delete(path)           # the finalizer keeps it, with a deletionTimestamp
+    assert twin_session.get(path)["metadata"].get("deletionTimestamp")
+    other = dict(configmap(ns, {"b": "2"}), metadata={"name": "other", "namespace": ns})
+    refused = run_task(tmp_path, {"field_manager": MANAGER, "deleting_hint": "Wait for it.",
+                                  "definition": [namespace(ns), other, configmap(ns, {"a": "2"})]})
+    assert refused["failed"] and refused["deleting"] == ["ConfigMap/%s/c" % ns]
+    assert refused["msg"] == ("The plan applies ConfigMap/%s/c, which the cluster is deleting: nothing was written. "
+                              "Wait for it." % ns)
+    with pytest.raises(ApiError):      # the object before it in the list was not written either
+        twin_session.get("/api/v1/namespaces/%s/configmaps/other" % ns)
+    assert twin_session.get(path)["data"] == {"a": "1"}
+    twin_session.request("PATCH", path, {"metadata": {"finalizers": None}},
+                         content_type="application/merge-patch+json")

@@ -84,22 +84,3 @@ def prune_candidates(results: list, wanted: list, protected_flavors: list | tupl
         out.append({"apiVersion": obj["apiVersion"], "kind": obj["kind"],
                     "metadata": {k: v for k, v in obj["metadata"].items() if k in ("name", "namespace")}})
     return out
-
-
-def being_deleted(results: list, wanted: list) -> list[str]:
-    """Objects the Plan wants that the cluster is deleting (``metadata.deletionTimestamp`` set).
-
-    Applying such an object succeeds but does not save it: its finalizer's owner deletes it when
-    it may. Kueue keeps a ClusterQueue (and the ResourceFlavors it names) that an earlier run
-    pruned until the workloads it admitted end, and never makes it Active again.
-
-    Args:
-        results: a looped read of the labelled objects, as for ``prune_candidates``.
-        wanted: the objects the Plan has, a list of dicts with ``kind`` and ``metadata``.
-
-    Returns:
-        ``Kind/namespace/name`` of each wanted object being deleted, sorted, a list of strings.
-    """
-    wanted_keys = {object_key(o) for o in wanted or []}
-    return sorted(object_key(o) for o in _listed(results)
-                  if o["metadata"].get("deletionTimestamp") and object_key(o) in wanted_keys)

@@ -32,9 +32,8 @@ MODULES = {
                   "config_hash", "dra_mig_layout_hash"),
     kueue_config: ("kueue_manager_config_yaml",),
     render_monitoring: ("monitoring_objects",),
-    prune: ("unmanaged", "window_flavors", "prune_candidates", "being_deleted"),
-    node_labels: ("mig_configs", "label_drift", "node_changes", "busy_nodes", "node_label_patches", "mig_pending", "mig_failed",
-                  "not_true"),
+    prune: ("unmanaged", "window_flavors", "prune_candidates"),
+    node_labels: ("mig_configs", "label_drift", "node_changes", "busy_nodes", "node_label_patches", "not_true"),
     kube_calls: ("k8s_auth",),
     names: ("managed_label", "k8s_name", "pinned_version"),
 }
@@ -89,9 +88,6 @@ def test_filters_give_the_renderers_results():
             ("window_flavors", (plan,)),
             ("prune_candidates", ([{"item": {"kind": "Cohort", "api_version": "kueue.x-k8s.io/v1beta2"},
                                     "resources": [{"metadata": {"name": "gone"}}]}], objects, [])),
-            ("being_deleted", ([{"item": {"kind": "ClusterQueue", "api_version": "kueue.x-k8s.io/v1beta2"},
-                                 "resources": [{"metadata": {"name": "production", "deletionTimestamp": "2026-12-02T13:38:56Z"}}]}],
-                               objects)),
             ("monitoring_objects", (plan, "monitoring", "namespace", 3600)),
         ]
         if render_helm.dra_nodes(plan):

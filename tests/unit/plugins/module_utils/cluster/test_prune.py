@@ -68,15 +68,3 @@ def test_prune_leaves_an_object_already_being_deleted_to_its_finalizer():
     results = [_read("ClusterQueue", dict(TERMINATING, name="production"), {"name": "gone-team"}),
                _read("ResourceFlavor", dict(TERMINATING, name="h200-141gb-whole"))]
     assert [prune.object_key(o) for o in prune.prune_candidates(results, [])] == ["ClusterQueue//gone-team"]
-
-
-def test_being_deleted_names_the_planned_objects_the_cluster_is_deleting():
-    results = [_read("ClusterQueue", dict(TERMINATING, name="production"), dict(TERMINATING, name="not-planned"),
-                     {"name": "training"}),
-               _read("ResourceFlavor", dict(TERMINATING, name="h200-141gb-whole")),
-               _read("LocalQueue", {"name": "training", "namespace": "training"})]
-    wanted = [{"kind": kind, "metadata": dict(name=name, **({"namespace": ns} if ns else {}))}
-              for kind, ns, name in (("ClusterQueue", "", "production"), ("ClusterQueue", "", "training"),
-                                     ("ResourceFlavor", "", "h200-141gb-whole"), ("LocalQueue", "training", "training"))]
-    assert prune.being_deleted(results, wanted) == ["ClusterQueue//production", "ResourceFlavor//h200-141gb-whole"]
-    assert prune.being_deleted(results, []) == []
