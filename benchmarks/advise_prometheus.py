@@ -133,6 +133,7 @@ def write_inventory(folder: Path, variables: dict) -> Path:
     hosts = {"all": {"children": {"gpushare_gpu_nodes": {"hosts": dict.fromkeys(sorted(variables["gpushare_nodes"]))}}}}
     (folder / "host_vars").mkdir(parents=True)
     (folder / "group_vars").mkdir()
+
     def dump(data, path):
         path.write_text(yaml.dump(data, Dumper=yaml.CSafeDumper, sort_keys=False))
     dump(hosts, folder / "hosts.yml")
@@ -230,8 +231,8 @@ def differences(mine: dict, theirs: dict) -> list[str]:
         x, y = mine["proposal"][part], theirs["proposal"][part]
         if x != y:
             xi, yi = ({w["name"]: w for w in p} for p in (x, y)) if part == "workloads" else (x, y)
-            found = ["proposal %s %s: in process %s, from Prometheus %s" % (part, k, json.dumps(xi.get(k)),
-                                                                           json.dumps(yi.get(k)))
+            found = ["proposal %s %s: in process %s, from Prometheus %s"
+                     % (part, k, json.dumps(xi.get(k)), json.dumps(yi.get(k)))
                      for k in sorted(set(xi) | set(yi)) if xi.get(k) != yi.get(k)]
             out += found or ["proposal %s: the same entries in another order" % part]
     return out
@@ -274,7 +275,7 @@ def main() -> int:  # pylint: disable=too-many-locals,too-many-statements
                                      "--storage.tsdb.path=%s" % (WORK / "tsdb"), "--storage.tsdb.retention.time=400d",
                                      "--query.lookback-delta=299s", "--web.listen-address=127.0.0.1:%d" % port],
                                     stdout=log, stderr=subprocess.STDOUT)
-        for _ in range(600):
+        for _attempt in range(600):
             try:
                 urllib.request.urlopen(url + "/-/ready", timeout=2).read()
                 break

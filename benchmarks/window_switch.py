@@ -71,8 +71,9 @@ def cluster_state(twin: Twin) -> tuple:
     each ClusterQueue's spec (its quotas, flavors, cohort)."""
     nodes = twin.get("/api/v1/nodes")["items"]
     queues = twin.get("/apis/kueue.x-k8s.io/v1beta2/clusterqueues")["items"]
-    return (json.dumps({n["metadata"]["name"]: {k: v for k, v in n["metadata"].get("labels", {}).items()
-                                                 if k.startswith(OURS)} for n in nodes}, sort_keys=True),
+    labels = {n["metadata"]["name"]: {k: v for k, v in n["metadata"].get("labels", {}).items() if k.startswith(OURS)}
+              for n in nodes}
+    return (json.dumps(labels, sort_keys=True),
             json.dumps({q["metadata"]["name"]: q["spec"] for q in queues}, sort_keys=True))
 
 
@@ -156,7 +157,7 @@ def main() -> int:
     args = parser.parse_args()
     twin = Twin()
     results = {"load_average_start": os.getloadavg()}
-    results["example"] = [measure(EXAMPLE, twin, "example") for _ in range(args.runs)]
+    results["example"] = [measure(EXAMPLE, twin, "example") for _round in range(args.runs)]
     if args.nodes:
         with tempfile.TemporaryDirectory() as tmp:
             results["fleet"] = measure(fleet_inventory(Path(tmp), args.nodes), twin, "fleet")

@@ -56,8 +56,8 @@ class ActionModule(ActionBase):
             try:
                 targets.append(_read(client, definition, params['merge_patch']))
             except (kube_client.DynamicApiError, kube_client.ResourceNotFoundError) as error:
-                return dict(result, failed=True, msg='%s %s: %s' % ('Patching' if params['merge_patch'] else 'Reading',
-                                                                   object_name(definition), _api_message(error)))
+                doing = 'Patching' if params['merge_patch'] else 'Reading'
+                return dict(result, failed=True, msg='%s %s: %s' % (doing, object_name(definition), _api_message(error)))
         deleting = [object_name(d) for d, _resource, _where, before in targets
                     if before and before['metadata'].get('deletionTimestamp')]
         if deleting:

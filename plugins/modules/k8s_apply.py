@@ -66,8 +66,10 @@ options:
     type: str
 attributes:
   check_mode:
+    description: Every write is a server-side dry run; the API server validates it, nothing is stored.
     support: full
   diff_mode:
+    description: The objects before and after, for each one that changed.
     support: full
 notes:
   - Stops at the first object the API server refuses and names it with the server's message;

@@ -49,8 +49,10 @@ options:
     type: str
 attributes:
   check_mode:
+    description: Waits for nothing (nothing was relabelled).
     support: full
   diff_mode:
+    description: Nothing to show.
     support: none
 '''
 

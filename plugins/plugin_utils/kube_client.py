@@ -6,8 +6,9 @@ ansible-playbook's own process (preload.py says why)."""
 
 from __future__ import annotations
 
+__all__ = ["IMPORT_ERROR", "DynamicApiError", "NotFoundError", "ResourceNotFoundError", "dynamic_client"]
+
 try:
-    import kubernetes.dynamic
     from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError, ResourceNotFoundError
     # The lookup the roles read the cluster with; loaded here for the same reason.
     import ansible_collections.kubernetes.core.plugins.lookup.k8s  # noqa: F401  pylint: disable=unused-import

@@ -294,7 +294,10 @@ class FakePrometheus:
         where it is listed but not running; a count by owner (or by pod for bare pods) of
         kube_pod_owner, as Prometheus answers those queries."""
         self.queries.append(q)
-        times = lambda values: start + np.arange(len(values)) * step  # noqa: E731
+
+        def times(values):
+            return start + np.arange(len(values)) * step
+
         out = []
         if q.startswith("kube_pod_status_phase{"):
             for ns, pod, _kind, _owner, values in self.owners:

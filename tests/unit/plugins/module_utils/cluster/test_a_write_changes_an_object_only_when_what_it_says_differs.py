@@ -13,11 +13,12 @@ def test_a_reapply_that_only_rewrote_bookkeeping_says_the_same():
     fields re-timed and re-sorted, its resourceVersion bumped, nothing else."""
     entry = {"manager": "gpushare", "operation": "Apply", "time": "2026-12-02T11:24:14Z"}
     status = {"manager": "validatingadmissionpolicy-status", "subresource": "status", "time": "2026-12-02T11:24:15Z"}
-    before = {"kind": "ValidatingAdmissionPolicy", "metadata": {"name": "p", "managedFields": [entry, status],
-                                                                 "resourceVersion": "321", "generation": 1},
+    before_meta = {"name": "p", "managedFields": [entry, status], "resourceVersion": "321", "generation": 1}
+    after_meta = {"name": "p", "resourceVersion": "343", "generation": 1,
+                  "managedFields": [status, dict(entry, time="2026-12-02T11:24:24Z")]}
+    before = {"kind": "ValidatingAdmissionPolicy", "metadata": before_meta,
               "spec": {"failurePolicy": "Fail"}, "status": {"observedGeneration": 1}}
-    after = {"kind": "ValidatingAdmissionPolicy", "metadata": {"name": "p", "resourceVersion": "343", "generation": 1,
-                                                                "managedFields": [status, dict(entry, time="2026-12-02T11:24:24Z")]},
+    after = {"kind": "ValidatingAdmissionPolicy", "metadata": after_meta,
              "spec": {"failurePolicy": "Fail"}, "status": {"observedGeneration": 1, "typeChecking": {}}}
     assert says_the_same(before, after)
 
