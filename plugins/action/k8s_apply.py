@@ -23,8 +23,7 @@ ARGUMENT_SPEC = dict(
     field_manager=dict(type='str'),
     force_conflicts=dict(type='bool', default=True),
     deleting_hint=dict(type='str', default=''),
-    kubeconfig=dict(type='path'),
-    context=dict(type='str'),
+    **kube_client.AUTH_SPEC,
 )
 
 

@@ -23,8 +23,7 @@ ARGUMENT_SPEC = dict(
     nodes=dict(type='list', elements='str', required=True),
     retries=dict(type='int', default=60),
     delay=dict(type='float', default=10),
-    kubeconfig=dict(type='path'),
-    context=dict(type='str'),
+    **kube_client.AUTH_SPEC,
 )
 
 

@@ -58,12 +58,8 @@ options:
     description: What to do about objects being deleted, added to that failure's message.
     type: str
     default: ''
-  kubeconfig:
-    description: Path of the kubeconfig; the client's default (C(KUBECONFIG), C(~/.kube/config)) when not given.
-    type: path
-  context:
-    description: The kubeconfig context; its current context when not given.
-    type: str
+extends_documentation_fragment:
+  - gpushare.cluster.kube_auth
 attributes:
   check_mode:
     description: Every write is a server-side dry run; the API server validates it, nothing is stored.

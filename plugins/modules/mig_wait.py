@@ -41,12 +41,8 @@ options:
     description: The longest pause between two lists, in seconds.
     type: float
     default: 10
-  kubeconfig:
-    description: Path of the kubeconfig; the client's default when not given.
-    type: path
-  context:
-    description: The kubeconfig context; its current context when not given.
-    type: str
+extends_documentation_fragment:
+  - gpushare.cluster.kube_auth
 attributes:
   check_mode:
     description: Waits for nothing (nothing was relabelled).

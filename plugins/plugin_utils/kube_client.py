@@ -6,7 +6,10 @@ ansible-playbook's own process (preload.py says why)."""
 
 from __future__ import annotations
 
-__all__ = ["IMPORT_ERROR", "DynamicApiError", "NotFoundError", "ResourceNotFoundError", "dynamic_client"]
+__all__ = ["IMPORT_ERROR", "AUTH_SPEC", "DynamicApiError", "NotFoundError", "ResourceNotFoundError", "dynamic_client"]
+
+# The connection options of the plugins that use dynamic_client (doc fragment kube_auth).
+AUTH_SPEC = dict(kubeconfig=dict(type='path'), context=dict(type='str'))
 
 try:
     from kubernetes.dynamic.exceptions import DynamicApiError, NotFoundError, ResourceNotFoundError
