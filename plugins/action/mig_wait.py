@@ -28,7 +28,8 @@ ARGUMENT_SPEC = dict(
 
 
 class ActionModule(ActionBase):
-    """Lists the Nodes until none of ``nodes`` is pending, at most ``retries`` times."""
+    """Lists the Nodes until none of ``nodes`` is pending, for as long as ``retries`` looks
+    ``delay`` apart would take."""
 
     TRANSFERS_FILES = False
     _supports_check_mode = True
